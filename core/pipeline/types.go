@@ -1,10 +1,3 @@
-// Package pipeline loads and validates warden pipeline files (DESIGN.md
-// "Pipeline YAML (v1)"). Decoding is strict: an unknown key, a duplicate key,
-// a wrong type or a missing required field is an error that names the file,
-// line and column, the key, what was expected and, for a near miss, what the
-// author probably meant. The JSON Schema that `warden schema` prints is
-// generated from the same definitions (schema.go), so editors and the loader
-// never disagree.
 package pipeline
 
 import (
