@@ -1,0 +1,88 @@
+package grant
+
+import "strings"
+
+// SystemRoots are this OS's system runtime roots: readable and executable,
+// like /usr. They are what @system expands to (with the layer's
+// systemPaths), and every target may read them. On Linux: the /usr tree and
+// the top-level bin and lib directories (merged-/usr systems make those
+// links into /usr, older ones real directories). /opt and /usr/local are
+// not special: /usr/local lies under /usr, and /opt holds third-party
+// software a pipeline names in systemPaths when it needs it.
+var SystemRoots = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// systemConfig is readable, never executable: the configuration every
+// dynamic program reads (ld.so.cache, nsswitch.conf, passwd, resolv.conf,
+// TLS roots, localtime).
+var systemConfig = []string{"/etc"}
+
+// pseudoReads are the /dev and /sys places ordinary programs read: the
+// standard devices and terminals, and the /sys files a runtime sizes itself
+// by (Go reads /sys/kernel/mm/transparent_hugepage/* and the cgroup limits,
+// glibc and nproc read /sys/devices/system/cpu/online). /proc is judged by
+// procAccess, not by prefix.
+var pseudoReads = []string{
+	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+	"/dev/tty", "/dev/pts", "/dev/ptmx", "/dev/shm",
+	"/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/fd",
+	"/sys/devices/system/cpu", "/sys/devices/system/node",
+	"/sys/kernel/mm/transparent_hugepage", "/sys/fs/cgroup",
+}
+
+// pseudoWrites are the /dev places ordinary programs write.
+var pseudoWrites = []string{
+	"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts", "/dev/ptmx", "/dev/shm",
+	"/dev/stdout", "/dev/stderr", "/dev/fd",
+}
+
+// procAccess judges a path under /proc (ok is false for any other path).
+// The target has a fresh /proc of its own pid namespace, so reading it is
+// ordinary, with one exception: the magic links that lead anywhere.
+// /proc/<pid>/root, /proc/<pid>/cwd, /proc/<pid>/fd/<n> and
+// /proc/<pid>/map_files/<range> (and the same under task/<tid>, for <pid>
+// a number, self or thread-self) open whatever file or tree they point at,
+// bypassing every path rule, so an access through one is never allowed,
+// whatever the grants say. /proc/<pid>/fd itself (listing one's own fds)
+// and /proc/<pid>/exe (the admitted program) are ordinary. Writes are not
+// allowed except a thread's name (comm), which pthread_setname_np writes.
+func procAccess(p string, op Op) (v Verdict, target, reason string, ok bool) {
+	if p != "/proc" && !strings.HasPrefix(p, "/proc/") {
+		return Deny, "", "", false
+	}
+	rest := strings.Split(strings.TrimPrefix(p, "/proc"), "/")[1:] // after "/proc/"
+	if len(rest) > 0 && isProcID(rest[0]) {
+		rest = rest[1:]
+		if len(rest) >= 2 && rest[0] == "task" && isProcID(rest[1]) {
+			rest = rest[2:]
+		}
+		if len(rest) > 0 {
+			switch {
+			case rest[0] == "root" || rest[0] == "cwd":
+				return Deny, "/proc/<pid>/" + rest[0], "leads anywhere: a magic link to another tree", true
+			case (rest[0] == "fd" || rest[0] == "map_files") && len(rest) > 1:
+				return Deny, "/proc/<pid>/" + rest[0] + "/*", "leads anywhere: a magic link reopens any file", true
+			case rest[0] == "comm" && len(rest) == 1 && op == OpWrite:
+				return Allow, "/proc/<pid>/comm", "a thread names itself", true
+			}
+		}
+	}
+	if op == OpRead {
+		return Allow, "/proc", "the target's own /proc", true
+	}
+	return Deny, "", "", false
+}
+
+func isProcID(s string) bool {
+	if s == "self" || s == "thread-self" {
+		return true
+	}
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
