@@ -48,13 +48,13 @@ func (s Source) String() string {
 type RuleKind uint8
 
 const (
-	RuleNone   RuleKind = iota // no rule: the default deny
-	RuleDir                    // an exec directory key: programs beneath it
-	RuleFile                   // an exec file key: that file
-	RuleTool                   // a bundled tool, by name
-	RuleVeto                   // a vetoed command name, everywhere
-	RulePlace                  // a file-access prefix: the path and everything beneath it
-	RuleSpecial                // a pseudo-file-system rule (/proc, /dev, /sys)
+	RuleNone    RuleKind = iota // no rule: the default deny
+	RuleDir                     // an exec directory key: programs beneath it
+	RuleFile                    // an exec file key: that file
+	RuleTool                    // a bundled tool, by name
+	RuleVeto                    // a vetoed command name, everywhere
+	RulePlace                   // a file-access prefix: the path and everything beneath it
+	RuleSpecial                 // a pseudo-file-system rule (/proc, /dev, /sys)
 )
 
 func (k RuleKind) String() string {
@@ -110,8 +110,11 @@ func (d Decision) String() string {
 		b.WriteString(" — no rule matches")
 	} else {
 		fmt.Fprintf(&b, " — rule %q (", d.Rule.String())
-		for _, s := range d.Rule.Sources {
-			b.WriteString(s.String() + "; ")
+		for i, s := range d.Rule.Sources {
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			b.WriteString(s.String() + ", ")
 		}
 		fmt.Fprintf(&b, "rank %s)", d.Rule.Rank)
 	}
