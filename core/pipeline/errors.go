@@ -103,26 +103,32 @@ func suggest(s string, candidates []string) string {
 	return best
 }
 
-// editDistance is the Levenshtein distance between a and b, counted in runes.
+// editDistance is the optimal-string-alignment distance between a and b,
+// counted in runes: insertions, deletions, substitutions and transpositions
+// of neighbours ("scroe" -> "score") cost 1 each.
 func editDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
+	dist := make([][]int, len(ra)+1)
+	for i := range dist {
+		dist[i] = make([]int, len(rb)+1)
+		dist[i][0] = i
+	}
+	for j := range dist[0] {
+		dist[0][j] = j
 	}
 	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
 		for j := 1; j <= len(rb); j++ {
 			cost := 1
 			if ra[i-1] == rb[j-1] {
 				cost = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			dist[i][j] = min(dist[i-1][j]+1, dist[i][j-1]+1, dist[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				dist[i][j] = min(dist[i][j], dist[i-2][j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
 	}
-	return prev[len(rb)]
+	return dist[len(ra)][len(rb)]
 }
 
 // unknownMsg says that name is not one of valid, with a did-you-mean when one

@@ -74,10 +74,15 @@ func Parse(path string, data []byte) (*Pipeline, error) {
 func checkRequiredStages(d *decoder, confinement bool, key, stages *yaml.Node) {
 	listed := map[StageKind]bool{}
 	for _, item := range stages.Content {
-		if item.Kind != yaml.MappingNode || len(item.Content) == 0 {
+		var name string
+		switch {
+		case item.Kind == yaml.MappingNode && len(item.Content) > 0:
+			name = item.Content[0].Value
+		case item.Kind == yaml.ScalarNode:
+			name = item.Value // `- seal`, already reported as not a mapping
+		default:
 			continue
 		}
-		name := item.Content[0].Value
 		if s := suggest(name, stageKindNames()); !slices.Contains(StageKinds, StageKind(name)) && s != "" {
 			name = s
 		}
@@ -207,7 +212,19 @@ func (d *decoder) parse(data []byte) *yaml.Node {
 }
 
 // syntaxLineRe matches yaml.v3's syntax errors, which name a line only.
-var syntaxLineRe = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var syntaxLineRe = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
+
+// parserProblems are the messages of yaml.v3's parser (as opposed to its
+// scanner). yaml.v3 reports their line 0-based: one less than the line
+// meant, and no line at all for the first. For "did not find expected
+// ',' or ']'" and the like, that line is where the unclosed construct
+// starts.
+var parserProblems = []string{
+	"did not find expected",
+	"found undefined tag handle",
+	"found duplicate %",
+	"found incompatible YAML document",
+}
 
 // syntaxError reports a YAML syntax error at its line. When that line is
 // indented with a tab, the column of the tab is given and the message says
@@ -215,8 +232,16 @@ var syntaxLineRe = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 func (d *decoder) syntaxError(data []byte, err error) {
 	e := Error{Pos: Pos{File: d.file}, Msg: "invalid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
 	if m := syntaxLineRe.FindStringSubmatch(err.Error()); m != nil {
-		e.Pos.Line, _ = strconv.Atoi(m[1])
 		e.Msg = "invalid YAML: " + m[2]
+		if m[1] != "" {
+			e.Pos.Line, _ = strconv.Atoi(m[1])
+		}
+		for _, prefix := range parserProblems {
+			if strings.HasPrefix(m[2], prefix) {
+				e.Pos.Line++
+				break
+			}
+		}
 		lines := strings.Split(string(data), "\n")
 		if e.Pos.Line >= 1 && e.Pos.Line <= len(lines) {
 			line := lines[e.Pos.Line-1]

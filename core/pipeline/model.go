@@ -43,6 +43,9 @@ func (d *decoder) typeErr(n *yaml.Node, path, expected string) {
 		(expected == "a string" || expected == "a non-empty string") {
 		msg += " (quote it to make it a string)"
 	}
+	if isNull(n) && n.Value == "~" {
+		msg += ` (YAML reads a bare ~ as null; write "~" for the home directory)`
+	}
 	d.errs = append(d.errs, Error{Pos: d.pos(n), Path: path, Msg: msg})
 }
 
@@ -199,6 +202,22 @@ type objectType[D any] struct {
 
 func object[D any](what string, fields ...fieldDef[D]) *objectType[D] {
 	return &objectType[D]{fields: fields, what: what}
+}
+
+// fieldEntry is a field of some object, for walking the model without
+// knowing the Go type it decodes into.
+type fieldEntry struct {
+	fieldInfo
+	typ any // the field's valueType
+}
+
+// entries lists the object's fields in table order.
+func (t *objectType[D]) entries() []fieldEntry {
+	es := make([]fieldEntry, len(t.fields))
+	for i, f := range t.fields {
+		es[i] = fieldEntry{f.info(), f.valueType()}
+	}
+	return es
 }
 
 func (t *objectType[D]) names() []string {
