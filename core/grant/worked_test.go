@@ -199,4 +199,3 @@ func TestDecisionString(t *testing.T) {
 		t.Errorf("default deny renders %q", got)
 	}
 }
-
