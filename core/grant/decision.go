@@ -67,7 +67,7 @@ type Rule struct {
 	Target  string  // the frozen real path, the tool name, or the veto's name key
 	Verdict Verdict // what the rule itself says
 	Rank    Rank
-	Sources []Source // every authored key or place that made it (a met rule has several)
+	Sources []Source // every authored key or place that made it (a met rule has several); shared with the table, read only
 }
 
 // String renders `deny dir /x/tools/evil`.

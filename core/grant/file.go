@@ -213,8 +213,7 @@ func (t *FileTable) Access(path string, op Op) Decision {
 	if v, target, reason, ok := procAccess(path, op); ok {
 		d := Decision{Subject: path, Op: op, Verdict: v, Reason: reason}
 		if target != "" {
-			d.Rule = Rule{Kind: RuleSpecial, Target: target, Verdict: v, Rank: RankExact,
-				Sources: []Source{{Layer: "runtime", Field: "pseudo-file system"}}}
+			d.Rule = Rule{Kind: RuleSpecial, Target: target, Verdict: v, Rank: RankExact, Sources: pseudoSources}
 		}
 		return d
 	}
@@ -243,6 +242,9 @@ func (t *FileTable) Access(path string, op Op) Decision {
 	}
 	return Decision{Subject: path, Op: op, Verdict: Deny, Reason: "no match denies"}
 }
+
+// pseudoSources name the runtime as the source of the pseudo-file-system rules.
+var pseudoSources = []Source{{Layer: "runtime", Field: "pseudo-file system"}}
 
 // asciiFoldWithin is within(collisionKey(p), k) for an ASCII p, without
 // building the key: ASCII case folding is lower-casing.

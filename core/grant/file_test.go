@@ -109,7 +109,7 @@ func TestAccessDoesNotAllocate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{R + "/src/Main.go", "/usr/lib/libc.so.6", "/nowhere/at/all", R + "/H/x"} {
+	for _, p := range []string{R + "/src/Main.go", "/usr/lib/libc.so.6", "/nowhere/at/all", R + "/H/x", "/proc/self/status", "/proc/1/task/2/fd/3"} {
 		for _, op := range []Op{OpRead, OpWrite} {
 			if n := testing.AllocsPerRun(100, func() { tb.Access(p, op) }); n != 0 {
 				t.Errorf("Access(%s, %s) allocates %v times", p, op, n)

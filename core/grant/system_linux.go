@@ -49,27 +49,39 @@ func procAccess(p string, op Op) (v Verdict, target, reason string, ok bool) {
 	if p != "/proc" && !strings.HasPrefix(p, "/proc/") {
 		return Deny, "", "", false
 	}
-	rest := strings.Split(strings.TrimPrefix(p, "/proc"), "/")[1:] // after "/proc/"
-	if len(rest) > 0 && isProcID(rest[0]) {
-		rest = rest[1:]
-		if len(rest) >= 2 && rest[0] == "task" && isProcID(rest[1]) {
-			rest = rest[2:]
-		}
-		if len(rest) > 0 {
-			switch {
-			case rest[0] == "root" || rest[0] == "cwd":
-				return Deny, "/proc/<pid>/" + rest[0], "leads anywhere: a magic link to another tree", true
-			case (rest[0] == "fd" || rest[0] == "map_files") && len(rest) > 1:
-				return Deny, "/proc/<pid>/" + rest[0] + "/*", "leads anywhere: a magic link reopens any file", true
-			case rest[0] == "comm" && len(rest) == 1 && op == OpWrite:
-				return Allow, "/proc/<pid>/comm", "a thread names itself", true
+	rest := strings.TrimPrefix(strings.TrimPrefix(p, "/proc"), "/")
+	first, rest := cutComponent(rest)
+	if isProcID(first) {
+		next, after := cutComponent(rest)
+		if next == "task" {
+			if tid, afterTid := cutComponent(after); isProcID(tid) {
+				rest = afterTid
 			}
+		}
+		name, below := cutComponent(rest)
+		switch {
+		case name == "root":
+			return Deny, "/proc/<pid>/root", "leads anywhere: a magic link to another tree", true
+		case name == "cwd":
+			return Deny, "/proc/<pid>/cwd", "leads anywhere: a magic link to another tree", true
+		case name == "fd" && below != "":
+			return Deny, "/proc/<pid>/fd/*", "leads anywhere: a magic link reopens any file", true
+		case name == "map_files" && below != "":
+			return Deny, "/proc/<pid>/map_files/*", "leads anywhere: a magic link reopens any file", true
+		case name == "comm" && below == "" && op == OpWrite:
+			return Allow, "/proc/<pid>/comm", "a thread names itself", true
 		}
 	}
 	if op == OpRead {
 		return Allow, "/proc", "the target's own /proc", true
 	}
 	return Deny, "", "", false
+}
+
+// cutComponent splits "a/b/c" into "a" and "b/c".
+func cutComponent(s string) (string, string) {
+	first, rest, _ := strings.Cut(s, "/")
+	return first, rest
 }
 
 func isProcID(s string) bool {
