@@ -43,7 +43,8 @@
 // Paths: `repo` resolves against the directory of the pipeline file, and a
 // leading `~` or `~/` is the user's home (~user is refused). Grant keys
 // (`grants.*`) are kept exactly as written, with their positions: core/grant
-// decodes them, `~` included. `evaluation` is normalised ("eval/"
+// decodes them, `~` included. A grant list written empty (`write: []`) is an
+// empty, non-nil slice; an absent one is nil. `evaluation` is normalised ("eval/"
 // and "./eval" are "eval"); an absolute folder, "." or one that leaves the
 // repository is refused.
 //
@@ -57,8 +58,9 @@
 // appears at most once, in any order; Pipeline.Stages holds them in run
 // order. workspace, score and seal are required; confine and audit are
 // required unless `confinement: false`. With `confinement: false` they may
-// still be listed: Load keeps them (so the file can switch confinement on
-// and off in one line) and the engine does not run them. A plugin name
+// still be listed: Load keeps them in Pipeline.Stages (so the file can
+// switch confinement on and off in one line), and Pipeline.ActiveStages,
+// which the engine runs, leaves them out. A plugin name
 // matches ^[a-z0-9][a-z0-9-]*$; a per-OS mapping's keys are GOOS values
 // (linux, darwin, …). A `with:` block becomes JSON (Stage.With) and each of
 // its JSON pointers maps to the place it was written (Stage.WithPos), so a

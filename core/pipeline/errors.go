@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -32,6 +33,21 @@ func (e Error) Error() string {
 	b.WriteString(e.Msg)
 	return b.String()
 }
+
+// MarshalJSON renders the problem for machines (`warden validate --json`):
+// {"file", "line", "col", "path", "message"}, line and col 0 when unknown.
+func (e Error) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		File    string `json:"file"`
+		Line    int    `json:"line"`
+		Col     int    `json:"col"`
+		Path    string `json:"path"`
+		Message string `json:"message"`
+	}{e.Pos.File, e.Pos.Line, e.Pos.Col, e.Path, e.Msg})
+}
+
+// Unwrap returns the underlying cause, if any.
+func (e Error) Unwrap() error { return e.Err }
 
 func formatPos(p Pos) string {
 	s := p.File

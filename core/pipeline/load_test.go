@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -287,6 +288,17 @@ stages:
 	want := []StageKind{StageWorkspace, StageAudit, StageScore, StageSeal}
 	if !reflect.DeepEqual(kinds, want) || p.Confinement {
 		t.Errorf("kinds = %v, confinement %v; want %v, false", kinds, p.Confinement, want)
+	}
+	var active []StageKind
+	for _, s := range p.ActiveStages() {
+		active = append(active, s.Kind)
+	}
+	if want := []StageKind{StageWorkspace, StageScore, StageSeal}; !reflect.DeepEqual(active, want) {
+		t.Errorf("ActiveStages = %v, want %v: an unconfined run skips audit", active, want)
+	}
+	p.Confinement = true
+	if n := len(p.ActiveStages()); n != 4 {
+		t.Errorf("confined: %d active stages, want all 4", n)
 	}
 }
 
@@ -588,6 +600,11 @@ func TestErrorFields(t *testing.T) {
 	}
 	if !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("errors.Is(err, ErrInvalid) = false")
+	}
+	b, err := json.Marshal(es.List[0])
+	const wantJSON = `{"file":"p.yaml","line":5,"col":12,"path":"target.timeout","message":"expected a duration such as 90s, 10m or 1h30m, found \"ten\""}`
+	if err != nil || string(b) != wantJSON {
+		t.Errorf("JSON = %s, %v; want %s", b, err, wantJSON)
 	}
 }
 

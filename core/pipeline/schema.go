@@ -43,5 +43,5 @@ func Schema() []byte {
 	if err != nil {
 		panic("pipeline: unable to render the schema: " + err.Error())
 	}
-	return append(b, '\n')
+	return b
 }

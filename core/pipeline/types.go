@@ -88,7 +88,7 @@ type Stage struct {
 type PluginRef struct {
 	Name  string            // set when one name serves every host
 	PerOS map[string]string // set for {linux: …, darwin: …}
-	Pos   Pos
+	Pos   Pos               // position of the value: the name, or the per-OS mapping
 }
 
 // For returns the plugin name for goos, and false when the pipeline names
@@ -109,4 +109,19 @@ func (p *Pipeline) Stage(k StageKind) (Stage, bool) {
 		}
 	}
 	return Stage{}, false
+}
+
+// ActiveStages returns the stages the engine runs, in run order: every
+// listed stage, except confine and audit when the file says
+// `confinement: false` (Load accepts them there, so that confinement
+// switches on and off in one line, and records them; they do not run).
+func (p *Pipeline) ActiveStages() []Stage {
+	var active []Stage
+	for _, s := range p.Stages {
+		if !p.Confinement && (s.Kind == StageConfine || s.Kind == StageAudit) {
+			continue
+		}
+		active = append(active, s)
+	}
+	return active
 }
