@@ -1,0 +1,56 @@
+# warden's build. `make build` needs only Go; `make demo` and `make test`
+# install what they need (bubblewrap, strace, git) when it is missing.
+GO      ?= go
+BIN     := bin
+PLUGINS := workspace scorer seal
+VERSION ?= 0.1.0-dev
+LDFLAGS := -s -w -X main.version=$(VERSION)
+
+.PHONY: all build deps demo test test-unit test-darwin lint bench proto clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/warden ./cmd/warden
+	@for p in $(PLUGINS); do \
+		echo "$(GO) build -o $(BIN)/warden-plugin-$$p ./plugins/$$p"; \
+		$(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/warden-plugin-$$p ./plugins/$$p || exit 1; \
+	done
+
+deps:
+	@sh scripts/deps.sh
+
+# The main job on the shipped demo pipeline.
+demo: deps build
+	$(BIN)/warden run pipelines/demo.yaml
+
+# Everything CI proves: formatting, vet (Linux and darwin), the darwin
+# build, and the whole test suite against the built binaries.
+test: deps build lint test-darwin test-unit
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+		if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+test-darwin:
+	GOOS=darwin $(GO) build ./...
+	GOOS=darwin $(GO) vet ./...
+
+test-unit:
+	WARDEN_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 10m ./...
+
+bench: build
+	WARDEN_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchtime 20x ./core/... ./cmd/...
+
+proto:
+	@WARDEN_NEED_PROTOC=1 sh scripts/deps.sh
+	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+	$(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.0
+	cd core/proto && PATH="$$($(GO) env GOPATH)/bin:$$PATH" protoc \
+		--go_out=paths=source_relative:. --go-grpc_out=paths=source_relative:. \
+		wardenplugin/v1/plugin.proto
+
+clean:
+	rm -rf $(BIN)
