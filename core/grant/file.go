@@ -279,7 +279,8 @@ type Table struct {
 // places' exec dirs: the workspace and call dirs allowed, hidden places
 // denied, in every layer so the meet keeps them), stacks the exec tables,
 // and builds the file table. All malformed keys of all layers are reported
-// at once.
+// at once. With no layer there are no grants: no program is admitted, and
+// only the runtime places and system roots are readable.
 func Compile(places Places, tools Tools, layers ...Layer) (Table, error) {
 	var errs []error
 	execs := make([]*ExecTable, 0, len(layers))
