@@ -57,6 +57,7 @@ const (
 	RuleSpecial                 // a pseudo-file-system rule (/proc, /dev, /sys)
 )
 
+// String renders the kind as explain prints it ("dir", "veto", "path"…).
 func (k RuleKind) String() string {
 	return [...]string{"none", "dir", "file", "tool", "veto", "path", "special"}[k]
 }

@@ -19,6 +19,7 @@ const (
 	KeyDir                 // a frozen directory, written with a trailing '/'
 )
 
+// String renders "name", "path" or "dir".
 func (k KeyKind) String() string { return [...]string{"name", "path", "dir"}[k] }
 
 // ExecKey is one decoded exec key. Name is the bare name for KeyName, and an

@@ -18,6 +18,7 @@ const (
 	OpMount             // mount, pivot_root, open_tree…
 )
 
+// String renders "read", "write", "exec", "connect" or "mount".
 func (o Op) String() string {
 	return [...]string{"read", "write", "exec", "connect", "mount"}[o]
 }
@@ -193,7 +194,7 @@ func (t *FileTable) Exec() *ExecTable { return t.exec }
 //
 //   - exec is the exec table's verdict for the file (ExecTable.Decide);
 //   - mount is never allowed: a target never mounts;
-//   - /proc is judged by its own rule (see the OS's procAccess): ordinary
+//   - /proc and /dev/fd are judged by their own rule (procAccess): ordinary
 //     reads are allowed, the magic links that lead anywhere never are;
 //   - a hidden place denies, at any depth and under every spelling;
 //   - a read is allowed within a read place, a write or a connect within a

@@ -21,6 +21,7 @@ const (
 	NotExecutable                // a file or directory that cannot be run: exit 126
 )
 
+// String renders "present", "not found" or "not executable".
 func (m Missing) String() string {
 	return [...]string{"present", "not found", "not executable"}[m]
 }
@@ -168,6 +169,7 @@ type DeniedError struct {
 	Argv     []string
 }
 
+// Error renders the decision, and for an Only the argument it refused.
 func (e *DeniedError) Error() string {
 	msg := e.Decision.String()
 	if only, ok := e.Decision.Verdict.IsOnly(); ok {
@@ -180,6 +182,7 @@ func (e *DeniedError) Error() string {
 	return "exec refused: " + msg
 }
 
+// Unwrap gives the error class, errdefs.ErrAccessObserved.
 func (e *DeniedError) Unwrap() error { return errdefs.ErrAccessObserved }
 
 // CheckExec judges a resolved head with its argv (argv[0] is replaced by

@@ -24,7 +24,7 @@ var systemConfig = []string{"/etc"}
 var pseudoReads = []string{
 	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
 	"/dev/tty", "/dev/pts", "/dev/ptmx", "/dev/shm",
-	"/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/fd",
+	"/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/fd/0", "/dev/fd/1", "/dev/fd/2",
 	"/sys/devices/system/cpu", "/sys/devices/system/node",
 	"/sys/kernel/mm/transparent_hugepage", "/sys/fs/cgroup",
 }
@@ -32,7 +32,7 @@ var pseudoReads = []string{
 // pseudoWrites are the /dev places ordinary programs write.
 var pseudoWrites = []string{
 	"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts", "/dev/ptmx", "/dev/shm",
-	"/dev/stdout", "/dev/stderr", "/dev/fd",
+	"/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2",
 }
 
 // procAccess judges a path under /proc (ok is false for any other path).
@@ -45,7 +45,14 @@ var pseudoWrites = []string{
 // whatever the grants say. /proc/<pid>/fd itself (listing one's own fds)
 // and /proc/<pid>/exe (the admitted program) are ordinary. Writes are not
 // allowed except a thread's name (comm), which pthread_setname_np writes.
+//
+// /dev/fd is /proc/self/fd under another name: its stdio entries 0, 1 and 2
+// (the descriptors warden handed the target) are ordinary places
+// (pseudoReads), any other /dev/fd/<n> leads anywhere like /proc/self/fd/<n>.
 func procAccess(p string, op Op) (v Verdict, target, reason string, ok bool) {
+	if n, isFd := strings.CutPrefix(p, "/dev/fd/"); isFd && n != "0" && n != "1" && n != "2" && n != "" {
+		return Deny, "/dev/fd/*", "leads anywhere: a magic link reopens any file", true
+	}
 	if p != "/proc" && !strings.HasPrefix(p, "/proc/") {
 		return Deny, "", "", false
 	}
