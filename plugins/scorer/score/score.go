@@ -4,13 +4,14 @@
 //
 // A pipeline stage:
 //
-//	- score:
-//	    plugin: scorer
-//	    with:
-//	      run: [go, test, -json, ./eval/...]
-//	      format: go-test-json      # exit-code (default) | tap | go-test-json
-//	      env: {GOFLAGS: -mod=mod}  # set on top of the environment the core builds
-//	      timeout: 5m               # recorded in the plan's facts
+//	stages:
+//	  - score:
+//	      plugin: scorer
+//	      with:
+//	        run: [go, test, -json, ./eval/...]
+//	        format: go-test-json      # exit-code (default) | tap | go-test-json
+//	        env: {GOFLAGS: -mod=mod}  # set on top of the environment the core builds
+//	        timeout: 5m               # recorded in the plan's facts
 //
 // One score walks like this: Configure decodes the block; PlanScore returns
 // the command (argv `run`, in the workspace, with `env` added) and the
