@@ -35,18 +35,24 @@ func (d *decoder) errorf(n *yaml.Node, path, format string, args ...any) {
 	d.errs = append(d.errs, Error{Pos: d.pos(n), Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
-// typeErr reports that n is not what was expected. A number or boolean where
-// a string was expected gets a hint to quote it.
+// typeErr reports that n is not what was expected.
 func (d *decoder) typeErr(n *yaml.Node, path, expected string) {
 	msg := fmt.Sprintf("expected %s, found %s", expected, describe(n))
-	if n.Kind == yaml.ScalarNode && (n.Tag == "!!int" || n.Tag == "!!float" || n.Tag == "!!bool" || n.Tag == "!!timestamp") &&
-		(expected == "a string" || expected == "a non-empty string") {
-		msg += " (quote it to make it a string)"
-	}
 	if isNull(n) && n.Value == "~" {
 		msg += ` (YAML reads a bare ~ as null; write "~" for the home directory)`
 	}
 	d.errs = append(d.errs, Error{Pos: d.pos(n), Path: path, Msg: msg})
+}
+
+// notString reports that n, where a string was expected, is not one. A
+// number, boolean or timestamp gets a hint to quote it (`name: 123`,
+// `commit: 0123456`).
+func (d *decoder) notString(n *yaml.Node, path string) {
+	if n.Kind == yaml.ScalarNode && (n.Tag == "!!int" || n.Tag == "!!float" || n.Tag == "!!bool" || n.Tag == "!!timestamp") {
+		d.errorf(n, path, "expected a string, found %s (quote it to make it a string)", describe(n))
+		return
+	}
+	d.typeErr(n, path, "a string")
 }
 
 // err returns the problems found, sorted by position, as *Errors; nil when

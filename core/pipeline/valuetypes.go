@@ -50,7 +50,7 @@ type stringType struct {
 
 func (t stringType) decode(d *decoder, _, n *yaml.Node, path string) (string, bool) {
 	if !isString(n) {
-		d.typeErr(n, path, "a string")
+		d.notString(n, path)
 		return "", false
 	}
 	s := n.Value
@@ -103,7 +103,7 @@ type pathType struct{}
 
 func (pathType) decode(d *decoder, _, n *yaml.Node, path string) (string, bool) {
 	if !isString(n) {
-		d.typeErr(n, path, "a string")
+		d.notString(n, path)
 		return "", false
 	}
 	p := n.Value
@@ -136,7 +136,7 @@ type evalDirType struct{}
 
 func (evalDirType) decode(d *decoder, _, n *yaml.Node, p string) (string, bool) {
 	if !isString(n) {
-		d.typeErr(n, p, "a string")
+		d.notString(n, p)
 		return "", false
 	}
 	if n.Value == "" {
