@@ -26,6 +26,9 @@ const (
 	helperArgv0  = "warden-supervise"
 )
 
+// helperEnv is added to the environment of both helpers (see race.go).
+var helperEnv []string
+
 // initialized is set by Init; Start refuses to run without it, because a
 // re-exec of a binary that does not call Init would run that binary's main
 // instead of the helper.

@@ -144,7 +144,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	}
 	proc, err := p.startGate(exe, &os.ProcAttr{
 		Dir:   spec.Dir,
-		Env:   []string{roleEnv + "=" + roleGate + strconv.Itoa(gateFd)},
+		Env:   append([]string{roleEnv + "=" + roleGate + strconv.Itoa(gateFd)}, helperEnv...),
 		Files: append(files, gateEnd),
 		Sys:   targetSysProcAttr(),
 	})
@@ -165,10 +165,10 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	if err := wd.arm(p.pid, backstop); err != nil {
 		return nil, p.abort(err)
 	}
+	p.started = time.Now()
 	if err := releaseGate(conn, spec); err != nil {
 		return nil, p.abort(err)
 	}
-	p.started = time.Now()
 	go stdout.copy()
 	go stderr.copy()
 	track(p)

@@ -103,7 +103,8 @@ type Result struct {
 	ExitCode int
 	// Signal is the signal that ended the target, 0 if it exited.
 	Signal syscall.Signal
-	// Duration runs from the exec of the target to its exit.
+	// Duration runs from the release of the target (just before its exec)
+	// to its exit, as warden observed it.
 	Duration time.Duration
 	// TimedOut reports that Spec.Timeout ran out and supervision stopped the
 	// target (SIGTERM, then SIGKILL after the grace period). Map it with Err.

@@ -86,7 +86,7 @@ func spawnWatchdog() (*Watchdog, error) {
 	defer devNull.Close()
 	proc, err := os.StartProcess(exe, []string{helperArgv0}, &os.ProcAttr{
 		Dir:   "/",
-		Env:   []string{roleEnv + "=" + roleWatchdog},
+		Env:   append([]string{roleEnv + "=" + roleWatchdog}, helperEnv...),
 		Files: []*os.File{devNull, devNull, devNull, theirs},
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 	})
@@ -130,7 +130,7 @@ func (w *Watchdog) Release() error {
 		_ = w.conn.SetDeadline(time.Now().Add(releaseTimeout))
 		_, err := w.conn.Write([]byte("release\n"))
 		w.conn.Close()
-		state, werr := w.proc.Wait()
+		state, werr := reapWithin(w.proc, releaseTimeout)
 		switch {
 		case err != nil:
 			w.err = fmt.Errorf("unable to release the watchdog of process group %d: %w", w.pgid, err)
@@ -149,8 +149,33 @@ func (w *Watchdog) Release() error {
 func (w *Watchdog) abandon() {
 	w.once.Do(func() {
 		w.conn.Close()
-		_, _ = w.proc.Wait()
+		_, _ = reapWithin(w.proc, killBound+releaseTimeout)
 	})
+}
+
+// reapWithin waits for a helper to exit; one that has not within bound
+// (someone stopped it, say) is killed, so that warden never waits on it
+// without end.
+func reapWithin(proc *os.Process, bound time.Duration) (*os.ProcessState, error) {
+	type waited struct {
+		state *os.ProcessState
+		err   error
+	}
+	ch := make(chan waited, 1)
+	go func() {
+		state, err := proc.Wait()
+		ch <- waited{state, err}
+	}()
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	select {
+	case w := <-ch:
+		return w.state, w.err
+	case <-timer.C:
+		_ = proc.Kill()
+		w := <-ch
+		return w.state, w.err
+	}
 }
 
 // runWatchdog is the watchdog's main. sock is its end of the socket pair.
