@@ -465,3 +465,25 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func TestChmodDirNoFollow(t *testing.T) {
+	base := t.TempDir()
+	must(t, os.Mkdir(filepath.Join(base, "locked"), 0))
+	target := filepath.Join(base, "target")
+	must(t, os.Mkdir(target, 0o755))
+	must(t, os.Symlink(target, filepath.Join(base, "link")))
+	fd, err := openDir(-100, base)
+	must(t, err)
+	defer closeFd(fd)
+
+	must(t, chmodDirNoFollow(fd, "locked", 0o700))
+	if fi, err := os.Lstat(filepath.Join(base, "locked")); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("after chmodDirNoFollow: %v, %v; want drwx------", fi, err)
+	}
+	if err := chmodDirNoFollow(fd, "link", 0o700); err == nil {
+		t.Error("chmodDirNoFollow followed a link")
+	}
+	if fi, err := os.Lstat(target); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("the link's target changed: %v, %v", fi, err)
+	}
+}
