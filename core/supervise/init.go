@@ -113,14 +113,21 @@ func runGate(fd int) int {
 }
 
 // encodeExec packs what the gate passes to execve: the fields path, argc,
-// argv..., env... joined by NUL, which no exec argument can contain.
+// argv..., env... joined by NUL (which no exec argument can contain), as a
+// netstring "<length>:<body>" so that a message cut short by warden's death
+// is refused rather than run with half an environment.
 func encodeExec(path string, argv, env []string) []byte {
 	fields := append([]string{path, strconv.Itoa(len(argv))}, argv...)
-	return []byte(strings.Join(append(fields, env...), "\x00"))
+	body := strings.Join(append(fields, env...), "\x00")
+	return []byte(strconv.Itoa(len(body)) + ":" + body)
 }
 
 func decodeExec(msg []byte) (path string, argv, env []string, ok bool) {
-	fields := strings.Split(string(msg), "\x00")
+	size, body, found := strings.Cut(string(msg), ":")
+	if n, err := strconv.Atoi(size); !found || err != nil || n != len(body) {
+		return "", nil, nil, false
+	}
+	fields := strings.Split(body, "\x00")
 	if len(fields) < 2 {
 		return "", nil, nil, false
 	}

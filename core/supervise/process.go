@@ -95,53 +95,31 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		return nil, fmt.Errorf("unable to find the running binary to start %s: %w", spec.Path, err)
 	}
 
-	stdin := spec.Stdin
-	if stdin == nil {
-		devNull, err := os.Open(os.DevNull)
-		if err != nil {
-			return nil, fmt.Errorf("unable to open %s for %s: %w", os.DevNull, spec.Path, err)
-		}
-		defer devNull.Close()
-		stdin = devNull
+	p := &Process{
+		timeout: spec.Timeout,
+		grace:   spec.grace(),
+		exited:  make(chan struct{}),
+		done:    make(chan struct{}),
 	}
-	stdout, stdoutW, err := newCapture("stdout", spec.StdoutPath, spec.StdoutEcho, spec.outputLimit())
+	files, closeOurs, err := p.openStdio(spec)
 	if err != nil {
 		return nil, err
 	}
-	// Warden's copies of the write ends go once the gate has them, so EOF
-	// means no process of the target holds them any more.
-	defer stdoutW.Close()
-	stderr, stderrW, err := newCapture("stderr", spec.StderrPath, spec.StderrEcho, spec.outputLimit())
-	if err != nil {
-		stdout.abandon()
-		return nil, err
-	}
-	defer stderrW.Close()
-	abandonCaptures := func() { stdout.abandon(); stderr.abandon() }
+	defer closeOurs()
+	abandonCaptures := func() { p.stdout.abandon(); p.stderr.abandon() }
 
-	wd, err := spawnWatchdog()
-	if err != nil {
+	if p.wd, err = spawnWatchdog(); err != nil {
 		abandonCaptures()
 		return nil, err
 	}
 	conn, gateEnd, err := socketPair()
 	if err != nil {
-		wd.abandon()
+		p.wd.abandon()
 		abandonCaptures()
 		return nil, err
 	}
 	defer conn.Close()
-	files := append([]*os.File{stdin, stdoutW, stderrW}, spec.ExtraFiles...)
 	gateFd := len(files)
-	p := &Process{
-		timeout: spec.Timeout,
-		grace:   spec.grace(),
-		stdout:  stdout,
-		stderr:  stderr,
-		wd:      wd,
-		exited:  make(chan struct{}),
-		done:    make(chan struct{}),
-	}
 	proc, err := p.startGate(exe, &os.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   append([]string{roleEnv + "=" + roleGate + strconv.Itoa(gateFd)}, helperEnv...),
@@ -150,7 +128,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	})
 	gateEnd.Close()
 	if err != nil {
-		wd.abandon()
+		p.wd.abandon()
 		abandonCaptures()
 		return nil, fmt.Errorf("unable to start %s: %w", spec.Path, err)
 	}
@@ -162,18 +140,54 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	if spec.Timeout > 0 {
 		backstop = spec.Timeout + p.grace + backstopSlack
 	}
-	if err := wd.arm(p.pid, backstop); err != nil {
+	if err := p.wd.arm(p.pid, backstop); err != nil {
 		return nil, p.abort(err)
 	}
 	p.started = time.Now()
 	if err := releaseGate(conn, spec); err != nil {
 		return nil, p.abort(err)
 	}
-	go stdout.copy()
-	go stderr.copy()
+	go p.stdout.copy()
+	go p.stderr.copy()
 	track(p)
 	go p.supervise(ctx)
 	return p, nil
+}
+
+// openStdio prepares the files the gate inherits as descriptors 0, 1, 2,
+// 3...: stdin (/dev/null by default), the write ends of the two capture
+// pipes, and spec.ExtraFiles. closeOurs closes warden's copies; call it once
+// the gate has started, so that EOF on a pipe means no process of the target
+// holds it any more.
+func (p *Process) openStdio(spec Spec) (files []*os.File, closeOurs func(), err error) {
+	var ours []*os.File
+	closeOurs = func() {
+		for _, f := range ours {
+			f.Close()
+		}
+	}
+	stdin := spec.Stdin
+	if stdin == nil {
+		if stdin, err = os.Open(os.DevNull); err != nil {
+			return nil, nil, fmt.Errorf("unable to open %s for %s: %w", os.DevNull, spec.Path, err)
+		}
+		ours = append(ours, stdin)
+	}
+	var stdoutW, stderrW *os.File
+	p.stdout, stdoutW, err = newCapture("stdout", spec.StdoutPath, spec.StdoutEcho, spec.outputLimit())
+	if err != nil {
+		closeOurs()
+		return nil, nil, err
+	}
+	ours = append(ours, stdoutW)
+	p.stderr, stderrW, err = newCapture("stderr", spec.StderrPath, spec.StderrEcho, spec.outputLimit())
+	if err != nil {
+		p.stdout.abandon()
+		closeOurs()
+		return nil, nil, err
+	}
+	ours = append(ours, stderrW)
+	return append([]*os.File{stdin, stdoutW, stderrW}, spec.ExtraFiles...), closeOurs, nil
 }
 
 // Run starts the target and waits for its end; see Start and Wait.

@@ -20,7 +20,8 @@ func TestExecMessageRoundTrip(t *testing.T) {
 			t.Fatalf("round trip gave %q %q %q %v", p, a, e, ok)
 		}
 	})
-	for _, bad := range []string{"", "path", "path\x00-1", "path\x003\x00a"} {
+	whole := string(encodeExec("/bin/sh", []string{"sh", "-c", "true"}, []string{"A=1"}))
+	for _, bad := range []string{"", "4:path", "7:path\x00-1", "9:path\x003\x00a", whole[:len(whole)-1], whole + "x"} {
 		if _, _, _, ok := decodeExec([]byte(bad)); ok {
 			t.Errorf("decodeExec(%q) accepted a malformed message", strings.ReplaceAll(bad, "\x00", "|"))
 		}
