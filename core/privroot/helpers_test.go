@@ -10,4 +10,6 @@ func umask(mask int) int { return unix.Umask(mask) }
 
 func closeFd(fd int) { unix.Close(fd) }
 
+const atFdcwd = unix.AT_FDCWD
+
 func sleepBriefly() { time.Sleep(time.Millisecond) }

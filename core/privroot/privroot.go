@@ -88,11 +88,13 @@ func OpenIn(base string) (*Root, error) {
 	uid := os.Geteuid()
 	path := filepath.Join(base, "warden-p"+strconv.Itoa(uid))
 
-	created := false
 	err := unix.Mkdir(path, 0o700)
 	switch {
 	case err == nil:
-		created = true
+		// The umask may have taken bits from 0700; the root must be usable.
+		if err := chmodDirNoFollow(unix.AT_FDCWD, path, 0o700); err != nil {
+			return nil, errdefs.Errorf(errdefs.ErrHostUnsupported, "unable to set mode 0700 on private root %s: %v", path, err)
+		}
 	case errors.Is(err, unix.EEXIST):
 	default:
 		return nil, errdefs.Errorf(errdefs.ErrHostUnsupported, "unable to create private root %s: %v", path, err)
@@ -113,13 +115,6 @@ func OpenIn(base string) (*Root, error) {
 			return nil, errdefs.Errorf(errdefs.ErrHostUnsupported, "private root %s was replaced while it was opened (%v); remove it and run again", path, err)
 		}
 		return nil, errdefs.Errorf(errdefs.ErrHostUnsupported, "unable to open private root %s: %v", path, err)
-	}
-	if created {
-		// The umask may have taken bits from 0700; the root must be usable.
-		if err := unix.Fchmod(fd, 0o700); err != nil {
-			unix.Close(fd)
-			return nil, errdefs.Errorf(errdefs.ErrHostUnsupported, "unable to set mode 0700 on private root %s: %v", path, err)
-		}
 	}
 	var fst unix.Stat_t
 	if err := unix.Fstat(fd, &fst); err != nil {
@@ -232,9 +227,12 @@ func (r *Root) makeOwned(name string, pid int, start string) (*Parent, error) {
 
 // mkdirHeld makes name beneath dirfd with mode, opens it without following a
 // link and checks it is a directory the effective uid owns. The mode is set
-// explicitly so the umask cannot change it.
+// explicitly (before the open, which needs it) so the umask cannot change it.
 func mkdirHeld(dirfd int, name string, mode uint32) (int, *unix.Stat_t, error) {
 	if err := unix.Mkdirat(dirfd, name, mode); err != nil {
+		return -1, nil, err
+	}
+	if err := chmodDirNoFollow(dirfd, name, mode); err != nil {
 		return -1, nil, err
 	}
 	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -249,10 +247,6 @@ func mkdirHeld(dirfd int, name string, mode uint32) (int, *unix.Stat_t, error) {
 	if int(st.Uid) != os.Geteuid() {
 		unix.Close(fd)
 		return -1, nil, fmt.Errorf("directory was replaced right after it was made")
-	}
-	if err := unix.Fchmod(fd, mode); err != nil {
-		unix.Close(fd)
-		return -1, nil, err
 	}
 	return fd, &st, nil
 }

@@ -47,6 +47,21 @@ func TestOpenCreatesRoot0700(t *testing.T) {
 	if !fi.IsDir() || fi.Mode().Perm() != 0o700 {
 		t.Errorf("root mode = %v, want drwx------", fi.Mode())
 	}
+	// Parents and call directories are 0700 under that umask too.
+	p, err := r.NewParent()
+	if err != nil {
+		t.Fatalf("NewParent under umask 0777: %v", err)
+	}
+	defer p.Remove()
+	tmp, err := p.CallDir("target-tmp")
+	if err != nil {
+		t.Fatalf("CallDir under umask 0777: %v", err)
+	}
+	for _, dir := range []string{p.Path(), tmp} {
+		if fi, err := os.Lstat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: %v, %v; want drwx------", dir, fi, err)
+		}
+	}
 	// Opening an existing, correct root succeeds.
 	r2, err := OpenIn(base)
 	if err != nil {
@@ -151,7 +166,7 @@ func TestNewParentWritesRecordFirst(t *testing.T) {
 	if len(entries) != 1 || entries[0].Name() != recordName {
 		t.Fatalf("parent holds %v, want only the record", entries)
 	}
-	fd, err := openDir(-100, p.Path()) // AT_FDCWD with an absolute path
+	fd, err := openDir(atFdcwd, p.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +487,7 @@ func TestChmodDirNoFollow(t *testing.T) {
 	target := filepath.Join(base, "target")
 	must(t, os.Mkdir(target, 0o755))
 	must(t, os.Symlink(target, filepath.Join(base, "link")))
-	fd, err := openDir(-100, base)
+	fd, err := openDir(atFdcwd, base)
 	must(t, err)
 	defer closeFd(fd)
 
