@@ -21,11 +21,9 @@ import (
 func serve(t *testing.T, impl sdk.Plugin) *sdk.Conn {
 	t.Helper()
 	t.Setenv("TMPDIR", t.TempDir()) // go-plugin's socket goes here, not in /tmp
-	client, server := plugin.TestPluginGRPCConn(t, false, sdk.PluginSet(impl))
-	t.Cleanup(func() {
-		client.Close()
-		server.Stop()
-	})
+	client, _ := plugin.TestPluginGRPCConn(t, false, sdk.PluginSet(impl))
+	// Close asks the server, through go-plugin's controller, to stop.
+	t.Cleanup(func() { client.Close() })
 	raw, err := client.Dispense(sdk.PluginKey)
 	if err != nil {
 		t.Fatal(err)
