@@ -29,6 +29,10 @@ const (
 // helperEnv is added to the environment of both helpers (see race.go).
 var helperEnv []string
 
+// watchdogRole is the role a watchdog is started with; a variable only so
+// that a test can start a watchdog that never arms.
+var watchdogRole = roleWatchdog
+
 // initialized is set by Init; Start refuses to run without it, because a
 // re-exec of a binary that does not call Init would run that binary's main
 // instead of the helper.

@@ -519,3 +519,30 @@ func TestKillGroupRefusesDangerousIDs(t *testing.T) {
 		t.Errorf("GroupAlive of the test's own group = false")
 	}
 }
+
+// If the watchdog cannot arm, the target's program never runs.
+func TestNoTargetWithoutAnArmedWatchdog(t *testing.T) {
+	watchdogRole = "broken"
+	defer func() { watchdogRole = roleWatchdog }()
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "ran")
+	_, err := Run(context.Background(), sh(dir, "touch "+marker))
+	if got := errdefs.Code(err); got != errdefs.ExitTimeout {
+		t.Errorf("Run: %v (exit %d), want a setup failure (exit %d)", err, got, errdefs.ExitTimeout)
+	}
+	if _, statErr := os.Stat(marker); statErr == nil {
+		t.Errorf("the target ran without an armed watchdog")
+	}
+	checkNothingLeft(t, 0)
+}
+
+func TestStartRefusesWithoutInit(t *testing.T) {
+	initialized.Store(false)
+	defer initialized.Store(true)
+	if _, err := Start(context.Background(), Spec{Path: "/bin/true"}); !errors.Is(err, errNoInit) {
+		t.Errorf("Start without Init: %v", err)
+	}
+	if _, err := Watch(12345); !errors.Is(err, errNoInit) {
+		t.Errorf("Watch without Init: %v", err)
+	}
+}

@@ -86,7 +86,7 @@ func spawnWatchdog() (*Watchdog, error) {
 	defer devNull.Close()
 	proc, err := os.StartProcess(exe, []string{helperArgv0}, &os.ProcAttr{
 		Dir:   "/",
-		Env:   append([]string{roleEnv + "=" + roleWatchdog}, helperEnv...),
+		Env:   append([]string{roleEnv + "=" + watchdogRole}, helperEnv...),
 		Files: []*os.File{devNull, devNull, devNull, theirs},
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 	})
