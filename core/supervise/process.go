@@ -44,8 +44,10 @@ type Process struct {
 	stderr  *capture
 	wd      *Watchdog
 
-	exited   chan struct{} // closed once the target has exited; it is not yet reaped
-	exitedAt time.Time     // set before exited is closed
+	exited   chan struct{}    // closed once the target has exited; normally it is not yet reaped
+	exitedAt time.Time        // set before exited is closed
+	reaped   *os.ProcessState // set before exited is closed if waiting had to reap
+	reapErr  error
 
 	done chan struct{} // closed once res and err are final
 	res  Result
@@ -217,7 +219,12 @@ func (p *Process) startGate(exe string, attr *os.ProcAttr) (*os.Process, error) 
 		if err != nil {
 			return
 		}
-		_ = waitExited(proc.Pid) // on error, Wait's reaping reports it
+		if err := waitExited(proc.Pid); err != nil {
+			// No way to wait without reaping (out of descriptors for a
+			// kqueue, say): reap now. The group id is then no longer
+			// reserved during settle; everything else holds.
+			p.reaped, p.reapErr = proc.Wait()
+		}
 		p.exitedAt = time.Now()
 		close(p.exited)
 	}()
@@ -261,7 +268,9 @@ func releaseGate(conn *net.UnixConn, spec Spec) error {
 func (p *Process) abort(err error) error {
 	_ = KillGroup(p.pid)
 	<-p.exited
-	_, _ = p.proc.Wait()
+	if p.reaped == nil && p.reapErr == nil {
+		_, _ = p.proc.Wait()
+	}
 	p.wd.abandon()
 	p.stdout.abandon()
 	p.stderr.abandon()
@@ -309,7 +318,7 @@ func (p *Process) settle() (Result, error) {
 	p.mu.Unlock()
 
 	// The target is an unreaped zombie: its pid, the group id, stays reserved
-	// until Wait below, so this kill reaches only the target's group.
+	// until it is reaped below, so this kill reaches only the target's group.
 	var errs []error
 	if err := KillGroup(p.pid); err != nil {
 		errs = append(errs, err)
@@ -321,7 +330,10 @@ func (p *Process) settle() (Result, error) {
 	if err := p.wd.Release(); err != nil {
 		errs = append(errs, err)
 	}
-	state, err := p.proc.Wait()
+	state, err := p.reaped, p.reapErr
+	if state == nil && err == nil {
+		state, err = p.proc.Wait()
+	}
 	if err != nil {
 		errs = append(errs, fmt.Errorf("unable to reap target %d: %w", p.pid, err))
 	}
