@@ -33,12 +33,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	var ex exitCoder
+	var ex exitError
 	if errors.As(err, &ex) {
-		if msg := err.Error(); msg != "" {
-			fmt.Fprintln(stderr, "warden:", msg)
+		if ex.msg != "" {
+			fmt.Fprintln(stderr, "warden:", ex.msg)
 		}
-		return ex.ExitCode()
+		return ex.code
+	}
+	var cliExit cli.ExitCoder
+	if errors.As(err, &cliExit) {
+		// urfave/cli's own exits (an unknown command answers 3) are usage
+		// errors here: 3 means an access outside the grants.
+		fmt.Fprintln(stderr, "warden:", err)
+		return errdefs.ExitUsage
 	}
 	fmt.Fprintln(stderr, "warden:", err)
 	code := errdefs.Code(err)
@@ -47,11 +54,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		code = errdefs.ExitUsage
 	}
 	return code
-}
-
-type exitCoder interface {
-	error
-	ExitCode() int
 }
 
 // exitError carries an exit code whose message was already printed (or
@@ -82,6 +84,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			pluginsCommand(),
 			schemaCommand(),
 			versionCommand(),
+			explainCommand(),
 		},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return exitError{code: errdefs.ExitUsage, msg: err.Error()}

@@ -2,7 +2,7 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -131,16 +131,10 @@ func (r *run) score(ctx context.Context) error {
 }
 
 func scoreLine(s *ScoreRecord) string {
-	line := formatCounts(s.Passed, s.Failed, s.Skipped)
 	if s.Summary != "" {
-		line += " (" + s.Summary + ")"
+		return s.Summary
 	}
-	return line
-}
-
-func formatCounts(p, f, s int64) string {
-	b, _ := json.Marshal(map[string]int64{"passed": p, "failed": f, "skipped": s})
-	return string(b)
+	return fmt.Sprintf("%d passed, %d failed, %d skipped", s.Passed, s.Failed, s.Skipped)
 }
 
 // seal writes the final run.json and has the seal plugin seal every file

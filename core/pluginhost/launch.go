@@ -111,7 +111,8 @@ func Launch(ctx context.Context, o Options) (*Plugin, error) {
 		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(sdk.MaxMessageSize), grpc.MaxCallSendMsgSize(sdk.MaxMessageSize))},
 	})
-	rpc, err := p.client.Client()
+	var rpc plugin.ClientProtocol
+	onSpawnThread(func() { rpc, err = p.client.Client() })
 	if cmd.Process != nil {
 		p.pgid = cmd.Process.Pid
 	}

@@ -1,0 +1,334 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/warden-run/warden/core/supervise"
+)
+
+// These tests drive the built binaries: warden and its in-tree plugins.
+// `make test` builds them into bin/ and names the directory in WARDEN_BIN;
+// without it TestMain builds them into a temp directory.
+var binDir string
+
+func TestMain(m *testing.M) {
+	if supervise.Init() {
+		return
+	}
+	binDir = os.Getenv("WARDEN_BIN")
+	cleanup := func() {}
+	if binDir == "" {
+		dir, err := os.MkdirTemp("", "warden-e2e-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		cleanup = func() { os.RemoveAll(dir) }
+		binDir = dir
+		root, _ := filepath.Abs("../..")
+		builds := map[string]string{"warden": "./cmd/warden"}
+		for _, p := range []string{"workspace", "scorer", "seal"} {
+			builds["warden-plugin-"+p] = "./plugins/" + p
+		}
+		for out, pkg := range builds {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, out), pkg)
+			cmd.Dir = root
+			if b, err := cmd.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", pkg, err, b)
+				cleanup()
+				os.Exit(2)
+			}
+		}
+	}
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// warden runs the built binary in dir with the plugin path set to the
+// built plugins and a private HOME, so the operator's files play no part.
+func warden(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "warden"), args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "WARDEN_PLUGIN_PATH="+binDir, "XDG_DATA_HOME="+filepath.Join(dir, ".xdg"))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+func (r result) want(t *testing.T, code int, needles ...string) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
+	}
+	for _, n := range needles {
+		if !strings.Contains(r.stdout+r.stderr, n) {
+			t.Fatalf("output lacks %q\nstdout:\n%s\nstderr:\n%s", n, r.stdout, r.stderr)
+		}
+	}
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func git(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir,
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, b)
+	}
+}
+
+// project makes a git repository with a target script and a withheld
+// evaluation folder, and a pipeline over it; target and score are the run
+// and score argv (YAML flow lists).
+func project(t *testing.T, target, score, extra string) (dir, pipeline string) {
+	t.Helper()
+	dir = t.TempDir()
+	repo := filepath.Join(dir, "repo")
+	write(t, filepath.Join(repo, "answer.txt"), "41\n")
+	write(t, filepath.Join(repo, "solve.sh"), "#!/bin/sh\necho 42 > answer.txt\necho solved\n")
+	write(t, filepath.Join(repo, "eval", "check.sh"), "#!/bin/sh\necho 1..1\nif [ \"$(cat answer.txt)\" = 42 ]; then echo ok 1; else echo not ok 1; fi\n")
+	git(t, repo, "init", "-q", "-b", "main")
+	git(t, repo, "add", ".")
+	git(t, repo, "commit", "-q", "-m", "initial")
+	pipeline = filepath.Join(dir, "p.yaml")
+	write(t, pipeline, fmt.Sprintf(`version: 1
+name: e2e
+repo: repo
+evaluation: eval
+confinement: false
+target:
+  run: %s
+  timeout: 5s
+grants:
+  exec:
+    allow: ["@system"]
+stages:
+  - workspace: {plugin: workspace}
+  - score: {plugin: scorer, with: {run: %s, format: tap}}
+  - seal: {plugin: seal}
+%s`, target, score, extra))
+	return dir, pipeline
+}
+
+func TestVersionAndSchema(t *testing.T) {
+	warden(t, t.TempDir(), "version").want(t, 0, "warden ", "plugin protocol 1")
+	r := warden(t, t.TempDir(), "schema")
+	r.want(t, 0, `"$schema"`)
+	var v map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+		t.Fatalf("schema is not JSON: %v", err)
+	}
+	warden(t, t.TempDir(), "frobnicate").want(t, 2)
+}
+
+func TestValidate(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	write(t, good, "version: 1\nname: g\nrepo: .\nconfinement: false\ntarget: {run: [true]}\nstages:\n  - workspace: {plugin: workspace}\n  - score: {plugin: scorer}\n  - seal: {plugin: seal}\n")
+	write(t, bad, "version: 1\nname: b\nrepo: .\nconfinement: false\ntarget: {run: [true]}\nstges: []\n")
+	warden(t, dir, "validate", good).want(t, 0, "valid")
+	r := warden(t, dir, "validate", good, bad)
+	r.want(t, 2, "bad.yaml:6:1", `did you mean "stages"`)
+	r = warden(t, dir, "validate", "--json", bad)
+	r.want(t, 2)
+	var out struct {
+		Valid  bool
+		Errors []map[string]any
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.Valid || len(out.Errors) == 0 {
+		t.Fatalf("validate --json: %v %s", err, r.stdout)
+	}
+	// Every shipped pipeline validates.
+	abs, _ := filepath.Abs("../../pipelines")
+	shipped, _ := filepath.Glob(filepath.Join(abs, "*.yaml"))
+	if len(shipped) == 0 {
+		t.Fatal("no shipped pipelines found")
+	}
+	warden(t, dir, append([]string{"validate"}, shipped...)...).want(t, 0)
+}
+
+func TestPlugins(t *testing.T) {
+	r := warden(t, t.TempDir(), "plugins")
+	r.want(t, 0, "workspace", "scorer", "seal", "healthy")
+	r = warden(t, t.TempDir(), "plugins", "--json")
+	r.want(t, 0)
+	var out struct {
+		Plugins []struct {
+			Name, Version, SHA256, Health string
+			Stages                        []string
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, p := range out.Plugins {
+		names[p.Name] = true
+		if !strings.HasPrefix(p.SHA256, "sha256:") || p.Version == "" || len(p.Stages) == 0 {
+			t.Fatalf("plugin %+v lacks sha256, version or stages", p)
+		}
+	}
+	for _, n := range []string{"workspace", "scorer", "seal"} {
+		if !names[n] {
+			t.Fatalf("plugins --json lacks %s: %s", n, r.stdout)
+		}
+	}
+}
+
+type runJSON struct {
+	Status      string
+	ExitCode    int
+	Confinement bool
+	Plugins     []struct{ Stage, Name, Version, SHA256 string }
+	Trials      []struct {
+		Index, ExitCode int
+		Launched        bool
+		Stdout          struct{ Path string }
+	}
+	Score *struct {
+		Pass           bool
+		Passed, Failed int64
+	}
+	Files map[string]string
+}
+
+func readRun(t *testing.T, runDir string) runJSON {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(runDir, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r runJSON
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestRunPasses(t *testing.T) {
+	dir, p := project(t, "[sh, solve.sh]", "[sh, eval/check.sh]", "")
+	r := warden(t, dir, "run", "--json", p)
+	r.want(t, 0)
+	var sum struct {
+		InvocationID, RunDir string
+		ExitCode             int
+		ObservedMounts       []any
+		Score                struct{ Pass bool }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &sum); err != nil {
+		t.Fatalf("summary: %v\n%s", err, r.stdout)
+	}
+	if sum.ExitCode != 0 || !sum.Score.Pass || sum.ObservedMounts == nil || sum.InvocationID == "" {
+		t.Fatalf("summary %+v", sum)
+	}
+	if !strings.HasPrefix(sum.RunDir, filepath.Join(dir, "runs")) {
+		t.Fatalf("run dir %s not under %s/runs", sum.RunDir, dir)
+	}
+	rec := readRun(t, sum.RunDir)
+	if rec.Status != "completed" || rec.ExitCode != 0 || rec.Confinement {
+		t.Fatalf("run.json %+v", rec)
+	}
+	stages := map[string]bool{}
+	for _, pl := range rec.Plugins {
+		if pl.Version == "" || !strings.HasPrefix(pl.SHA256, "sha256:") {
+			t.Fatalf("plugin record %+v", pl)
+		}
+		stages[pl.Stage] = true
+	}
+	if !stages["workspace"] || !stages["score"] || !stages["seal"] {
+		t.Fatalf("run.json plugins %+v", rec.Plugins)
+	}
+	out, err := os.ReadFile(filepath.Join(sum.RunDir, rec.Trials[0].Stdout.Path))
+	if err != nil || string(out) != "solved\n" {
+		t.Fatalf("target stdout %q %v", out, err)
+	}
+	if _, err := os.Stat(filepath.Join(sum.RunDir, "SHA256SUMS")); err != nil {
+		t.Fatal("the seal wrote no SHA256SUMS")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "runs", ".gitignore")); err != nil {
+		t.Fatal("runs/.gitignore missing")
+	}
+	// The user's repository is untouched by the run.
+	b, _ := exec.Command("git", "-C", filepath.Join(dir, "repo"), "status", "--porcelain").Output()
+	if len(b) != 0 {
+		t.Fatalf("the run changed the user's repository: %s", b)
+	}
+}
+
+func TestRunExitCodes(t *testing.T) {
+	cases := []struct {
+		name, target string
+		code         int
+		says         string
+	}{
+		{"score fails", "[sh, -c, 'echo nothing']", 1, "evaluation failed"},
+		{"head not found", "[no-such-program-anywhere]", 127, "no-such-program-anywhere"},
+		{"timeout", "[sleep, '30']", 4, "timed out"},
+		{"exec outside the grants", "[/usr/bin/env, 'true']", 0, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir, p := project(t, c.target, "[sh, eval/check.sh]", "")
+			r := warden(t, dir, "run", p)
+			if c.name == "exec outside the grants" {
+				// @system admits /usr/bin/env; the score then fails.
+				r.want(t, 1)
+				return
+			}
+			r.want(t, c.code, c.says)
+		})
+	}
+}
+
+func TestRunRefusesUngrantedProgram(t *testing.T) {
+	dir, p := project(t, "[sh, solve.sh]", "[sh, eval/check.sh]", "")
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, []byte(strings.Replace(string(b), `allow: ["@system"]`, `allow: [/usr/bin/git]`, 1)), 0o644)
+	r := warden(t, dir, "run", p)
+	r.want(t, 3, "outside the grants")
+}
+
+func TestRunInvalidPipeline(t *testing.T) {
+	dir, p := project(t, "[sh, solve.sh]", "[sh, eval/check.sh]", "trails: 2\n")
+	warden(t, dir, "run", p).want(t, 2, "p.yaml:16:1", `did you mean "trials"`)
+}
+
+func TestRunMissingPlugin(t *testing.T) {
+	dir, p := project(t, "[sh, solve.sh]", "[sh, eval/check.sh]", "")
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, []byte(strings.Replace(string(b), "{plugin: seal}", "{plugin: nosuchseal}", 1)), 0o644)
+	warden(t, dir, "run", p).want(t, 5, "plugin nosuchseal not found")
+}
