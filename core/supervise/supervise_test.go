@@ -302,23 +302,32 @@ func TestContextEndStopsTarget(t *testing.T) {
 	}
 }
 
-func TestNotifyStopForwardsWardensSignal(t *testing.T) {
+func TestNotifyStopForwardsWardensSignalToEveryTarget(t *testing.T) {
 	ctx, stop := NotifyStop(context.Background())
 	defer stop()
-	spec := sh(t.TempDir(), "echo ready; sleep 1000")
-	p, err := Start(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
+	var procs []*Process
+	for range 3 {
+		spec := sh(t.TempDir(), "echo ready; sleep 1000 & sleep 1000")
+		p, err := Start(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitForOutput(t, spec.StdoutPath, "ready")
+		procs = append(procs, p)
 	}
-	waitForOutput(t, spec.StdoutPath, "ready")
 	if err := unix.Kill(os.Getpid(), unix.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.Wait()
-	checkNothingLeft(t, res.Pid)
-	if err != nil || !res.Stopped || res.Signal != unix.SIGHUP {
-		t.Errorf("result = %+v, %v; want stopped by SIGHUP", res, err)
+	for _, p := range procs {
+		res, err := p.Wait()
+		if err != nil || !res.Stopped || res.Signal != unix.SIGHUP {
+			t.Errorf("result = %+v, %v; want stopped by SIGHUP", res, err)
+		}
+		if GroupAlive(res.Pid) {
+			t.Errorf("process group %d still has live processes", res.Pid)
+		}
 	}
+	checkNothingLeft(t, 0)
 	var intr *Interrupted
 	if !errors.As(context.Cause(ctx), &intr) || intr.Signal != unix.SIGHUP {
 		t.Errorf("context cause = %v, want *Interrupted{SIGHUP}", context.Cause(ctx))
@@ -544,5 +553,15 @@ func TestStartRefusesWithoutInit(t *testing.T) {
 	}
 	if _, err := Watch(12345); !errors.Is(err, errNoInit) {
 		t.Errorf("Watch without Init: %v", err)
+	}
+}
+
+// BenchmarkRunNoop measures the supervision overhead of one target: the
+// watchdog and gate re-execs, the hand-off, the exit and the settling.
+func BenchmarkRunNoop(b *testing.B) {
+	for b.Loop() {
+		if _, err := Run(context.Background(), Spec{Path: "/bin/true"}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
