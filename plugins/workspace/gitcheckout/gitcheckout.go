@@ -2,9 +2,9 @@
 // checkout of a commit with the evaluation folder withheld.
 //
 // Build walks one call like this. The repository is asked, read only, for
-// its git directory and for the full id of the commit (`rev-parse`). The
-// commit's tree is listed (`ls-tree -r`) and every blob is streamed raw out
-// of the object store (`cat-file --batch`) into the workspace directory,
+// its git directory (`rev-parse`). One `cat-file --batch` process then
+// resolves the commit to its full id, reads its trees and streams every
+// blob raw out of the object store into the workspace directory,
 // except the entries under the evaluation folder, which go into the private
 // evaluation directory instead (the folder's contents, not the folder:
 // EvalDir/x is <evaluation>/x). The workspace then becomes a fresh git
@@ -13,8 +13,8 @@
 // configuration from the user or the system, so the target's `git status`
 // is clean and its history never names the withheld folder.
 //
-// Nothing is written to the user's repository: rev-parse, ls-tree and
-// cat-file read objects and refs only, with GIT_OPTIONAL_LOCKS=0 so not even
+// Nothing is written to the user's repository: rev-parse and cat-file
+// read objects and refs only, with GIT_OPTIONAL_LOCKS=0 so not even
 // an index refresh happens. Blobs are copied without attribute, filter or
 // end-of-line conversion, so no filter driver of the user's configuration
 // runs and the bytes are the commit's own. Symlinks stay symlinks, the
@@ -129,29 +129,9 @@ func (p *Plugin) Build(ctx context.Context, req *sdk.BuildRequest) (*sdk.BuildRe
 	if err != nil {
 		return nil, err
 	}
-	c, err := resolveCommit(ctx, env, in.repo, in.commit)
+	files, evalFiles, c, err := export(ctx, env, in)
 	if err != nil {
 		return nil, err
-	}
-
-	entries, err := listTree(ctx, env, in.repo, c.id)
-	if err != nil {
-		return nil, fmt.Errorf("unable to list commit %s in %s: %w", c.id, in.repo, err)
-	}
-	kept, withheld, err := split(entries, in.eval)
-	if err != nil {
-		return nil, fmt.Errorf("commit %s (%s) in %s: %w", in.commit, c.id, in.repo, err)
-	}
-	files, err := materialize(ctx, env, in.repo, in.dir, kept, "")
-	if err != nil {
-		return nil, fmt.Errorf("unable to export commit %s of %s into %s: %w", c.id, in.repo, in.dir, err)
-	}
-	var evalFiles int
-	if in.eval != "" {
-		evalFiles, err = materialize(ctx, env, in.repo, in.evalDir, withheld, in.eval)
-		if err != nil {
-			return nil, fmt.Errorf("unable to export %s of commit %s into %s: %w", in.eval, c.id, in.evalDir, err)
-		}
 	}
 
 	wsTree, err := p.commitWorkspace(ctx, in.dir, c)
@@ -262,12 +242,16 @@ type repoInfo struct {
 
 func inspectRepo(ctx context.Context, env []string, repo string) (repoInfo, error) {
 	var r repoInfo
-	out, err := git(ctx, env, repo, "rev-parse", "--absolute-git-dir", "--git-common-dir", "--is-bare-repository")
+	args := []string{"rev-parse", "--absolute-git-dir", "--git-common-dir", "--is-bare-repository"}
+	out, err := git(ctx, env, repo, append(args, "--show-toplevel")...)
 	if err != nil {
-		return r, fmt.Errorf("%s is not a git repository: %v: %w", repo, err, sdk.ErrInvalidConfig)
+		// A bare repository has no work tree to show; ask again without.
+		if out, err = git(ctx, env, repo, args...); err != nil {
+			return r, fmt.Errorf("%s is not a git repository: %v: %w", repo, err, sdk.ErrInvalidConfig)
+		}
 	}
 	lines := strings.Split(out, "\n")
-	if len(lines) != 3 {
+	if len(lines) < 3 {
 		return r, fmt.Errorf("git rev-parse in %s: unexpected answer %q", repo, out)
 	}
 	r.gitDir = lines[0]
@@ -276,63 +260,45 @@ func inspectRepo(ctx context.Context, env []string, repo string) (repoInfo, erro
 		r.commonDir = filepath.Join(repo, r.commonDir)
 	}
 	r.commonDir = filepath.Clean(r.commonDir)
-	if lines[2] == "true" {
-		return r, nil
-	}
-	if r.top, err = git(ctx, env, repo, "rev-parse", "--show-toplevel"); err != nil {
-		return r, fmt.Errorf("unable to find the work tree of %s: %w", repo, err)
+	if lines[2] == "false" && len(lines) == 4 {
+		r.top = lines[3]
 	}
 	return r, nil
 }
 
-// commit is the source commit: its id, tree and the raw dates
-// ("<unix> <zone>") of its author and committer lines.
-type commit struct {
-	id, tree, authorDate, committerDate string
-}
-
-func resolveCommit(ctx context.Context, env []string, repo, rev string) (commit, error) {
-	var c commit
-	id, err := git(ctx, env, repo, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
-	if err != nil || id == "" {
-		return c, fmt.Errorf("commit %q does not resolve to a commit in %s: %w", rev, repo, sdk.ErrInvalidConfig)
-	}
-	c.id = id
-	raw, err := git(ctx, env, repo, "cat-file", "commit", id)
+// export reads the commit from the user's object store and writes its
+// tree into the workspace and the evaluation directory.
+func export(ctx context.Context, env []string, in request) (files, evalFiles int, c commit, err error) {
+	o, err := openObjects(ctx, env, in.repo)
 	if err != nil {
-		return c, fmt.Errorf("unable to read commit %s in %s: %w", id, repo, err)
+		return 0, 0, c, err
 	}
-	for _, line := range strings.Split(raw, "\n") {
-		if line == "" {
-			break // end of the header
+	defer o.abort()
+	if c, err = o.resolve(in.commit); errors.Is(err, errMissing) {
+		return 0, 0, c, fmt.Errorf("commit %q does not resolve to a commit in %s: %w", in.commit, in.repo, sdk.ErrInvalidConfig)
+	} else if err != nil {
+		return 0, 0, c, fmt.Errorf("unable to read commit %q in %s: %w", in.commit, in.repo, err)
+	}
+	entries, err := o.walk(c.tree, "")
+	if err != nil {
+		return 0, 0, c, fmt.Errorf("unable to read the tree of commit %s in %s: %w", c.id, in.repo, err)
+	}
+	kept, withheld, err := split(entries, in.eval)
+	if err != nil {
+		return 0, 0, c, fmt.Errorf("commit %s (%s) in %s: %w", in.commit, c.id, in.repo, err)
+	}
+	if files, err = materialize(o, in.dir, kept, ""); err != nil {
+		return 0, 0, c, fmt.Errorf("unable to export commit %s of %s into %s: %w", c.id, in.repo, in.dir, err)
+	}
+	if in.eval != "" {
+		if evalFiles, err = materialize(o, in.evalDir, withheld, in.eval); err != nil {
+			return 0, 0, c, fmt.Errorf("unable to export %s of commit %s into %s: %w", in.eval, c.id, in.evalDir, err)
 		}
-		key, val, _ := strings.Cut(line, " ")
-		switch key {
-		case "tree":
-			c.tree = val
-		case "author":
-			c.authorDate = identDate(val)
-		case "committer":
-			c.committerDate = identDate(val)
-		}
 	}
-	if c.tree == "" || c.authorDate == "" || c.committerDate == "" {
-		return c, fmt.Errorf("commit %s in %s has no tree, author or committer line", id, repo)
+	if err := o.close(); err != nil {
+		return 0, 0, c, fmt.Errorf("reading commit %s of %s: %w", c.id, in.repo, err)
 	}
-	return c, nil
-}
-
-// identDate returns "<unix> <zone>" from "Name <email> <unix> <zone>".
-func identDate(ident string) string {
-	i := strings.LastIndexByte(ident, '>')
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(ident[i+1:])
-	if len(f) != 2 {
-		return ""
-	}
-	return f[0] + " " + f[1]
+	return files, evalFiles, c, nil
 }
 
 // split parts the entries into those the workspace gets and those beneath
@@ -345,7 +311,7 @@ func split(entries []entry, eval string) (kept, withheld []entry, err error) {
 	for _, e := range entries {
 		switch {
 		case e.path == eval:
-			return nil, nil, fmt.Errorf("evaluation folder %s is a file, not a folder: %w", eval, sdk.ErrInvalidConfig)
+			return nil, nil, fmt.Errorf("evaluation folder %s is not a folder (a file, symlink or submodule): %w", eval, sdk.ErrInvalidConfig)
 		case strings.HasPrefix(e.path, eval+"/"):
 			withheld = append(withheld, e)
 		default:

@@ -447,3 +447,85 @@ func TestConfigure(t *testing.T) {
 		t.Errorf("Configure with a key: %v", err)
 	}
 }
+
+// BenchmarkBuild measures one Build of a small repository (the test
+// repository: a dozen files and an evaluation folder).
+func BenchmarkBuild(b *testing.B) {
+	if _, err := exec.LookPath("git"); err != nil {
+		b.Skip("git is not installed")
+	}
+	b.Setenv("HOME", b.TempDir())
+	repo := b.TempDir()
+	for _, args := range [][]string{{"init", "-q"}} {
+		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}
+	for i := range 10 {
+		p := filepath.Join(repo, "src", fmt.Sprintf("f%d.go", i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("package src\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(repo, "eval"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "eval", "check.sh"), []byte("exit 0\n"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for _, args := range [][]string{{"add", "-A"}, {"-c", "user.name=a", "-c", "user.email=a@x", "commit", "-q", "-m", "one"}} {
+		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}
+	p := New()
+	b.ResetTimer()
+	for b.Loop() {
+		b.StopTimer()
+		dir, evalDir := b.TempDir(), b.TempDir()
+		b.StartTimer()
+		if _, err := p.Build(context.Background(), &sdk.BuildRequest{Repo: repo, Commit: "HEAD", Evaluation: "eval", Dir: dir, EvalDir: evalDir}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestCoverBareAndWorktree checks what Build asks the core to cover for a
+// bare repository (its git directory only) and for a linked worktree (its
+// own git directory, the shared one with the objects, and its folder).
+func TestCoverBareAndWorktree(t *testing.T) {
+	needGit(t)
+	t.Setenv("HOME", t.TempDir())
+	repo := makeRepo(t)
+	bare := filepath.Join(t.TempDir(), "bare.git")
+	testGit(t, repo, "clone", "-q", "--bare", repo, bare)
+	wt := filepath.Join(t.TempDir(), "wt")
+	testGit(t, repo, "-c", "core.hooksPath=/dev/null", "worktree", "add", "-q", "--detach", wt, "HEAD~1")
+
+	cases := []struct {
+		name, repo string
+		cover      []string
+		readme     string
+	}{
+		{"bare", bare, []string{bare}, "second\n"},
+		{"worktree", wt, []string{filepath.Join(repo, ".git", "worktrees", "wt"), filepath.Join(repo, ".git"), filepath.Join(wt, "eval")}, "first\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			resp, err := New().Build(context.Background(), &sdk.BuildRequest{Repo: c.repo, Commit: "HEAD", Evaluation: "eval", Dir: dir, EvalDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(resp.GetCover(), c.cover) {
+				t.Errorf("cover %q, want %q", resp.GetCover(), c.cover)
+			}
+			if got := readFile(t, filepath.Join(dir, "README.md")); got != c.readme {
+				t.Errorf("README %q", got)
+			}
+		})
+	}
+}

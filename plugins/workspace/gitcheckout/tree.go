@@ -1,63 +1,34 @@
 package gitcheckout
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/warden-run/warden/core/sdk"
 )
 
-// entry is one line of `git ls-tree -r`: a blob (file or symlink) or a
-// gitlink (a submodule's commit), with its path from the tree's root.
+// entry is one leaf of a tree: a blob (file or symlink) or a gitlink (a
+// submodule's commit), with its path from the tree's root.
 type entry struct {
-	mode uint32 // octal mode as git stores it: 100644, 100755, 120000, 160000
+	mode uint32 // as git stores it: 0o100644, 0o100755, 0o120000, 0o160000
 	typ  string // "blob" or "commit"
 	oid  string
 	path string // slash-separated
 }
 
 const (
+	modeTree    = 0o040000
 	modeSymlink = 0o120000
 	modeGitlink = 0o160000
 )
 
 // maxSymlinkTarget bounds a symlink blob; no file system takes more.
 const maxSymlinkTarget = 4096
-
-// listTree returns every blob and gitlink of the tree of id, in git's order.
-// `ls-tree` only reads objects: it touches neither the index nor any ref.
-func listTree(ctx context.Context, env []string, repo, id string) ([]entry, error) {
-	out, err := git(ctx, env, repo, "ls-tree", "-r", "-z", "--full-tree", id)
-	if err != nil {
-		return nil, err
-	}
-	var entries []entry
-	for _, rec := range strings.Split(out, "\x00") {
-		if rec == "" {
-			continue
-		}
-		meta, path, ok := strings.Cut(rec, "\t")
-		f := strings.Fields(meta)
-		if !ok || len(f) != 3 {
-			return nil, fmt.Errorf("git ls-tree %s: unexpected line %q", id, rec)
-		}
-		mode, err := strconv.ParseUint(f[0], 8, 32)
-		if err != nil {
-			return nil, fmt.Errorf("git ls-tree %s: bad mode in %q", id, rec)
-		}
-		entries = append(entries, entry{mode: uint32(mode), typ: f[1], oid: f[2], path: path})
-	}
-	return entries, nil
-}
 
 // checkPath refuses a tree path that would leave the directory it is
 // written into or plant a git directory there: empty, ".", ".." or ".git"
@@ -178,100 +149,40 @@ func (w *writer) file(rel string, mode uint32, r io.Reader, size int64) error {
 
 // materialize writes entries beneath root, taking each path relative to
 // strip ("" for the whole tree), and returns how many files and symlinks it
-// wrote. Blob contents come raw from `git cat-file --batch`: no attribute,
+// wrote. Blob contents come raw from the object store: no attribute,
 // filter or end-of-line conversion of the user's configuration runs, so the
 // bytes are exactly the commit's. A gitlink becomes an empty directory, as
 // in a checkout whose submodules are not initialized.
-func materialize(ctx context.Context, env []string, repo, root string, entries []entry, strip string) (int, error) {
+func materialize(o *objects, root string, entries []entry, strip string) (int, error) {
 	w := newWriter(root)
 	var blobs []entry
 	for _, e := range entries {
-		rel := e.path
 		if strip != "" {
-			rel = strings.TrimPrefix(rel, strip+"/")
+			e.path = strings.TrimPrefix(e.path, strip+"/")
 		}
-		if err := checkPath(rel); err != nil {
+		if err := checkPath(e.path); err != nil {
 			return 0, err
 		}
-		e.path = rel
-		switch {
-		case e.typ == "commit" && e.mode == modeGitlink:
-			if err := w.dir(rel); err != nil {
+		switch e.typ {
+		case "commit":
+			if err := w.dir(e.path); err != nil {
 				return 0, err
 			}
-		case e.typ == "blob":
+		case "blob":
 			blobs = append(blobs, e)
-		default:
-			return 0, fmt.Errorf("unexpected %s entry %q (mode %o) in the tree", e.typ, e.path, e.mode)
 		}
 	}
-	if len(blobs) == 0 {
-		return 0, nil
-	}
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // ends cat-file, and with it the feeding goroutine, on an early return
-	cmd := sdk.Command(ctx, "git", "-C", repo, "cat-file", "--batch")
-	cmd.Env = env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return 0, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return 0, err
-	}
-	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("unable to start git cat-file: %w", err)
-	}
-	go func() {
-		bw := bufio.NewWriter(stdin)
-		for _, b := range blobs {
-			if _, err := bw.WriteString(b.oid + "\n"); err != nil {
-				break
-			}
-		}
-		bw.Flush()
-		stdin.Close()
-	}()
-
-	n, readErr := readBlobs(bufio.NewReaderSize(stdout, 64<<10), w, blobs)
-	if readErr != nil {
-		cancel()
-	}
-	waitErr := cmd.Wait()
-	if readErr != nil {
-		return n, readErr
-	}
-	if waitErr != nil {
-		return n, gitError([]string{"cat-file", "--batch"}, &stderr, waitErr)
-	}
-	return n, nil
-}
-
-// readBlobs reads cat-file's answers, one per blob in order, and writes each.
-func readBlobs(r *bufio.Reader, w *writer, blobs []entry) (int, error) {
+	names := make([]string, len(blobs))
 	for i, b := range blobs {
-		header, err := r.ReadString('\n')
-		if err != nil {
-			return i, fmt.Errorf("git cat-file ended before %s (%s): %w", b.path, b.oid, err)
-		}
-		f := strings.Fields(header)
-		if len(f) != 3 || f[0] != b.oid || f[1] != "blob" {
-			return i, fmt.Errorf("git cat-file: unexpected answer %q for %s (%s)", strings.TrimSpace(header), b.path, b.oid)
-		}
-		size, err := strconv.ParseInt(f[2], 10, 64)
-		if err != nil || size < 0 {
-			return i, fmt.Errorf("git cat-file: bad size in %q", strings.TrimSpace(header))
-		}
-		if err := w.file(b.path, b.mode, r, size); err != nil {
-			return i, err
-		}
-		if nl, err := r.ReadByte(); err != nil || nl != '\n' {
-			return i, fmt.Errorf("git cat-file: %s (%s) is not followed by a newline", b.path, b.oid)
-		}
+		names[i] = b.oid
 	}
-	return len(blobs), nil
+	n := 0
+	err := o.stream(names, func(i int, r io.Reader, size int64) error {
+		if err := w.file(blobs[i].path, blobs[i].mode, r, size); err != nil {
+			return err
+		}
+		n++
+		return nil
+	})
+	return n, err
 }
