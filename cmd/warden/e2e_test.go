@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/warden-run/warden/core/supervise"
 )
@@ -114,7 +116,17 @@ func git(t *testing.T, dir string, args ...string) {
 // and score argv (YAML flow lists).
 func project(t *testing.T, target, score, extra string) (dir, pipeline string) {
 	t.Helper()
-	dir = t.TempDir()
+	return projectWith(t, t.TempDir(), target, score, extra)
+}
+
+// projectIn is project in dir with the usual score.
+func projectIn(t *testing.T, dir, target string) (string, string) {
+	t.Helper()
+	return projectWith(t, dir, target, "[sh, eval/check.sh]", "")
+}
+
+func projectWith(t *testing.T, dir, target, score, extra string) (string, string) {
+	t.Helper()
 	repo := filepath.Join(dir, "repo")
 	write(t, filepath.Join(repo, "answer.txt"), "41\n")
 	write(t, filepath.Join(repo, "solve.sh"), "#!/bin/sh\necho 42 > answer.txt\necho solved\n")
@@ -122,7 +134,7 @@ func project(t *testing.T, target, score, extra string) (dir, pipeline string) {
 	git(t, repo, "init", "-q", "-b", "main")
 	git(t, repo, "add", ".")
 	git(t, repo, "commit", "-q", "-m", "initial")
-	pipeline = filepath.Join(dir, "p.yaml")
+	pipeline := filepath.Join(dir, "p.yaml")
 	write(t, pipeline, fmt.Sprintf(`version: 1
 name: e2e
 repo: repo
@@ -331,4 +343,143 @@ func TestRunMissingPlugin(t *testing.T) {
 	b, _ := os.ReadFile(p)
 	os.WriteFile(p, []byte(strings.Replace(string(b), "{plugin: seal}", "{plugin: nosuchseal}", 1)), 0o644)
 	warden(t, dir, "run", p).want(t, 5, "plugin nosuchseal not found")
+}
+
+// startWarden starts `warden run` on a pipeline whose target touches marker
+// and then sleeps, and waits for the marker.
+func startWarden(t *testing.T, dir, p, marker string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "warden"), "run", p)
+	cmd.Dir = dir
+	tmp := filepath.Join(dir, "tmp")
+	must(t, os.MkdirAll(tmp, 0o755))
+	cmd.Env = append(os.Environ(), "WARDEN_PLUGIN_PATH="+binDir, "TMPDIR="+tmp)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(marker); err == nil {
+			return cmd, &errb
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the target never started:\n%s", errb.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sleepers counts live processes whose command line holds tag.
+func sleepers(tag string) int {
+	n := 0
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !strings.Contains(string(b), tag) {
+			continue
+		}
+		st, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if !strings.Contains(string(st), ") Z ") {
+			n++
+		}
+	}
+	return n
+}
+
+func waitNoSleepers(t *testing.T, tag string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for sleepers(tag) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("a target process (%s) survived", tag)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestRunInterruptedBySIGINT(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "started")
+	tag := fmt.Sprintf("1000.%d", time.Now().UnixNano()%1000000)
+	_, p := projectIn(t, dir, fmt.Sprintf("[sh, -c, 'touch %s; sleep %s & sleep %s']", marker, tag, tag))
+	cmd, errb := startWarden(t, dir, p, marker)
+	must(t, cmd.Process.Signal(syscall.SIGINT))
+	err := cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 4 {
+		t.Fatalf("warden after SIGINT: %v, want exit 4\n%s", err, errb.String())
+	}
+	if !strings.Contains(errb.String(), "interrupted") {
+		t.Fatalf("warden does not say it was interrupted:\n%s", errb.String())
+	}
+	waitNoSleepers(t, tag)
+	runs, _ := filepath.Glob(filepath.Join(dir, "runs", "*", "run.json"))
+	if len(runs) != 1 {
+		t.Fatalf("run.json: %v", runs)
+	}
+	if rec := readRun(t, filepath.Dir(runs[0])); rec.Status != "failed" || rec.ExitCode != 4 {
+		t.Fatalf("run.json after SIGINT: %+v", rec)
+	}
+	if left, _ := os.ReadDir(filepath.Join(dir, "tmp")); len(left) != 0 {
+		t.Fatalf("the interrupted run left %v in TMPDIR", left)
+	}
+	if n := parentsOf(t, cmd.Process.Pid); n != 0 {
+		t.Fatalf("the interrupted run left its private parent")
+	}
+}
+
+func TestRunKilledIsReclaimedNextRun(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "started")
+	tag := fmt.Sprintf("1000.%d", time.Now().UnixNano()%1000000+1)
+	_, p := projectIn(t, dir, fmt.Sprintf("[sh, -c, 'touch %s; sleep %s & sleep %s']", marker, tag, tag))
+	cmd, _ := startWarden(t, dir, p, marker)
+	pid := cmd.Process.Pid
+	must(t, cmd.Process.Kill())
+	cmd.Wait()
+	// The watchdog ends the target; Pdeathsig ends the plugins.
+	waitNoSleepers(t, tag)
+	if parentsOf(t, pid) != 1 {
+		t.Fatal("the killed run's private parent is not there to reclaim")
+	}
+	left, _ := os.ReadDir(filepath.Join(dir, "tmp"))
+	if len(left) != 1 {
+		t.Fatalf("the killed run's workspace: %v", left)
+	}
+	// The next run reclaims the parent and the workspace, and names them.
+	dir2, p2 := project(t, "[sh, solve.sh]", "[sh, eval/check.sh]", "")
+	r := warden(t, dir2, "run", p2)
+	r.want(t, 0, "reclaimed", "warden-ws-")
+	if parentsOf(t, pid) != 0 {
+		t.Fatal("the next run did not reclaim the killed run's parent")
+	}
+	if left, _ := os.ReadDir(filepath.Join(dir, "tmp")); len(left) != 0 {
+		t.Fatalf("the killed run's workspace survived the reclaim: %v", left)
+	}
+}
+
+// parentsOf counts private parents whose ownership record names pid.
+func parentsOf(t *testing.T, pid int) int {
+	t.Helper()
+	root := fmt.Sprintf("/tmp/warden-p%d", os.Getuid())
+	recs, _ := filepath.Glob(filepath.Join(root, "run-*", "owner"))
+	n := 0
+	for _, rec := range recs {
+		b, _ := os.ReadFile(rec)
+		if strings.Contains(string(b), fmt.Sprintf(`"pid":%d,`, pid)) {
+			n++
+		}
+	}
+	return n
 }

@@ -243,7 +243,11 @@ func (r *run) buildWorkspace(ctx context.Context) error {
 	sp := r.plugins[pipeline.StageWorkspace]
 	done := r.prog.step("workspace: check out %s at %s", r.p.Repo, r.p.Commit)
 	var err error
-	r.wsDir, err = os.MkdirTemp("", "warden-ws-")
+	r.wsDir, err = os.MkdirTemp("", privroot.OwnedPrefix)
+	if err == nil {
+		// Listed in the parent, so a run that reclaims a killed one removes it.
+		err = r.parent.Own(r.wsDir)
+	}
 	if err == nil {
 		r.evalDir, err = r.parent.Dir("eval")
 	}

@@ -284,6 +284,14 @@ func (r *Root) Reclaim() ([]string, error) {
 			continue
 		}
 		path := filepath.Join(r.path, name)
+		if fd, err := openDir(r.fd, name); err == nil {
+			owned, oerr := removeOwned(fd, r.uid)
+			unix.Close(fd)
+			removed = append(removed, owned...)
+			if oerr != nil {
+				errs = append(errs, errdefs.Errorf(errdefs.ErrHostUnsupported, "unable to reclaim what %s owned: %v", path, oerr))
+			}
+		}
 		if err := removeAt(r.fd, name); err != nil {
 			errs = append(errs, errdefs.Errorf(errdefs.ErrHostUnsupported, "unable to reclaim %s, left by a dead run: %v", path, err))
 			continue
