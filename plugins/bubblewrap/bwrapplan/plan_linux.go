@@ -1,0 +1,216 @@
+package bwrapplan
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/warden-run/warden/core/sdk"
+)
+
+// minVersion is the oldest bwrap whose flags the plan uses (--cap-drop,
+// --remount-ro, --ro-bind-try, --new-session, --die-with-parent).
+var minVersion = [3]int{0, 4, 0}
+
+// Plan returns `bwrap <view> -- <admitted path> <args>`; see the package
+// comment for the view.
+func (p *Plugin) Plan(ctx context.Context, spec *sdk.LaunchSpec) (*sdk.LaunchPlan, error) {
+	path, err := exec.LookPath(p.bwrap())
+	if err != nil {
+		return nil, fmt.Errorf("the confined launch needs bwrap: %v: %w", err, sdk.ErrHostUnsupported)
+	}
+	version, err := p.versionOf(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return build(path, version, spec)
+}
+
+// versionOf reads bwrap's version once per configuration.
+func (p *Plugin) versionOf(ctx context.Context, path string) (string, error) {
+	p.mu.Lock()
+	v, vp := p.version, p.verPath
+	p.mu.Unlock()
+	if v != "" && vp == path {
+		return v, nil
+	}
+	v, _, err := readVersion(ctx, path)
+	if err != nil {
+		return "", err
+	}
+	p.remember(path, v)
+	return v, nil
+}
+
+func (p *Plugin) remember(path, version string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.version, p.verPath = version, path
+}
+
+// readVersion runs `bwrap --version` ("bubblewrap 0.8.0").
+func readVersion(ctx context.Context, path string) (string, [3]int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := sdk.Command(ctx, path, "--version").Output()
+	if err != nil {
+		return "", [3]int{}, fmt.Errorf("unable to read the version of %s: %v: %w", path, errText(err), sdk.ErrHostUnsupported)
+	}
+	line := strings.TrimSpace(string(out))
+	v, ok := strings.CutPrefix(line, "bubblewrap ")
+	n, okN := parseVersion(v)
+	if !ok || !okN {
+		return "", [3]int{}, fmt.Errorf("%s --version printed %q, not \"bubblewrap X.Y.Z\": %w", path, firstLine(line), sdk.ErrHostUnsupported)
+	}
+	return v, n, nil
+}
+
+func parseVersion(v string) ([3]int, bool) {
+	var n [3]int
+	parts := strings.Split(v, ".")
+	if len(parts) < 2 || len(parts) > 3 {
+		return n, false
+	}
+	for i, s := range parts {
+		x, err := strconv.Atoi(s)
+		if err != nil || x < 0 {
+			return n, false
+		}
+		n[i] = x
+	}
+	return n, true
+}
+
+// Probe checks that bwrap is there, recent enough, that user namespaces
+// are usable and that a trial sandbox actually starts.
+func (p *Plugin) Probe(ctx context.Context, _ *sdk.HostInfo) *sdk.ProbeResponse {
+	facts := map[string]string{}
+	name := p.bwrap()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return sdk.Unhealthy(fmt.Sprintf("bwrap is not usable: %v (install bubblewrap, or name the binary with `with: {bwrap: /path}`)", err), facts)
+	}
+	facts["bwrap.path"] = path
+	v, n, err := readVersion(ctx, path)
+	if err != nil {
+		return sdk.Unhealthy(err.Error(), facts)
+	}
+	facts["bwrap.version"] = v
+	if cmpVersion(n, minVersion) < 0 {
+		return sdk.Unhealthy(fmt.Sprintf("bwrap %s is older than %d.%d.%d, the oldest with the flags this plugin uses", v, minVersion[0], minVersion[1], minVersion[2]), facts)
+	}
+	setuid := false
+	if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeSetuid != 0 {
+		setuid = true
+	}
+	facts["bwrap.setuid"] = strconv.FormatBool(setuid)
+	root := os.Geteuid() == 0
+	clone, hasClone := sysctl("/proc/sys/kernel/unprivileged_userns_clone")
+	max, hasMax := sysctl("/proc/sys/user/max_user_namespaces")
+	aa, hasAA := sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
+	if hasClone {
+		facts["kernel.unprivileged_userns_clone"] = clone
+	}
+	if hasMax {
+		facts["user.max_user_namespaces"] = max
+	}
+	if hasAA {
+		facts["kernel.apparmor_restrict_unprivileged_userns"] = aa
+	}
+	facts["cgroup.v2"] = strconv.FormatBool(fileExists("/sys/fs/cgroup/cgroup.controllers"))
+	switch {
+	case setuid:
+		facts["userns"] = "setuid bwrap"
+	case root:
+		facts["userns"] = "root"
+	default:
+		facts["userns"] = "unprivileged"
+	}
+	if !setuid {
+		if hasMax && max == "0" {
+			return sdk.Unhealthy("user namespaces are disabled: user.max_user_namespaces=0", facts)
+		}
+		if !root && hasClone && clone == "0" {
+			return sdk.Unhealthy("user namespaces are disabled: kernel.unprivileged_userns_clone=0", facts)
+		}
+	}
+	if err := trial(ctx, path); err != nil {
+		reason := "a trial sandbox did not start: " + err.Error()
+		if !root && !setuid && hasAA && aa != "0" {
+			reason = "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=" + aa + "); " + reason
+		}
+		return sdk.Unhealthy(reason, facts)
+	}
+	p.remember(path, v)
+	return sdk.Healthy("bwrap "+v+" starts a sandbox", facts)
+}
+
+// trialArgs is the trial sandbox: every namespace, the host root read-only.
+func trialArgs() []string {
+	t := "/bin/true"
+	if !fileExists(t) {
+		t = "/usr/bin/true"
+	}
+	return []string{"--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+		"--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", t}
+}
+
+func trial(ctx context.Context, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cmd := sdk.Command(ctx, path, trialArgs()...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		msg := firstLine(strings.TrimSpace(stderr.String()))
+		if msg == "" {
+			msg = "no message"
+		}
+		return fmt.Errorf("%s %s: %v: %s", path, strings.Join(trialArgs(), " "), errText(err), msg)
+	}
+	return nil
+}
+
+func sysctl(path string) (string, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", false
+	}
+	return strings.TrimSpace(string(b)), true
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func errText(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ProcessState.String()
+	}
+	return err.Error()
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+func cmpVersion(a, b [3]int) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] - b[i]
+		}
+	}
+	return 0
+}

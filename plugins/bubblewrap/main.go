@@ -1,0 +1,10 @@
+// Command warden-plugin-bubblewrap is warden's Linux confine plugin: it
+// plans a bwrap command for each target launch. See package bwrapplan.
+package main
+
+import (
+	"github.com/warden-run/warden/core/sdk"
+	"github.com/warden-run/warden/plugins/bubblewrap/bwrapplan"
+)
+
+func main() { sdk.Serve(bwrapplan.New()) }
