@@ -1,0 +1,628 @@
+package trace
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/warden-run/warden/core/grant"
+)
+
+// Accesser is the verdict function the judge asks (grant.Table).
+type Accesser interface {
+	Access(path string, op grant.Op) grant.Decision
+}
+
+// Finding is one access outside the grants.
+type Finding struct {
+	Path    string // the denied path, in the host's view
+	Spelled string // the path as the target wrote it, when different
+	Op      grant.Op
+	Syscall string
+	Pid     int
+	Result  string // "0", "EACCES", "?" (never returned)
+	Rule    string
+	Reason  string
+	Count   int // how many traced calls made this (path, op)
+}
+
+// Judge reads one trace and judges every access of the target in it.
+//
+// The target starts at the first successful execve whose argv is Target
+// (the first successful execve when Target is empty): what ran before it is
+// the observer's and the sandbox's own set-up (bwrap's mounts). From then on
+// the pid that started the target and every pid first seen afterwards are
+// judged; a pid seen before the start (bwrap's own processes) is not.
+type Judge struct {
+	Table  Accesser
+	Target []string
+	// Map turns a path in the sandbox's view into the host's (call
+	// directories appear at /dev/<name>); nil is the identity.
+	Map func(string) string
+	// Cwd is the working directory of the first process.
+	Cwd string
+
+	procs    map[int]*proc
+	pending  map[int]Line // unfinished calls, by pid
+	forkers  []int        // pids inside a clone/fork/vfork, newest last
+	started  bool
+	targetAt int // the pid that started the target
+	found    map[findingKey]int
+	out      []Finding
+	lines    int64
+	firstPid int
+	killed   map[int]string
+}
+
+type findingKey struct {
+	path string
+	op   grant.Op
+}
+
+type fsState struct{ cwd string }
+
+type proc struct {
+	fs      *fsState
+	inScope bool
+}
+
+// Report is what a judged trace gives.
+type Report struct {
+	Findings []Finding
+	Lines    int64
+	Started  bool   // the trace holds the start of the target
+	Error    string // why the trace is no evidence ("" when sound)
+	// FirstKilled is the signal that killed the first traced process, if any
+	// (strace re-raises it, so the observer's own death by it is the target's).
+	FirstKilled string
+}
+
+// Read judges a whole trace. A line that does not parse, or a last line
+// without its newline (a trace cut short), makes the report no evidence.
+func (j *Judge) Read(r io.Reader) Report {
+	br := bufio.NewReaderSize(r, 1<<16)
+	var rep Report
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer: gather it whole.
+			long := append([]byte(nil), line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if len(line) > 0 {
+			if line[len(line)-1] != '\n' {
+				rep.Error = fmt.Sprintf("the trace ends inside a line (cut short): %q", truncate(line))
+				break
+			}
+			if perr := j.Feed(line[:len(line)-1]); perr != nil {
+				rep.Error = perr.Error()
+				break
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			rep.Error = fmt.Sprintf("unable to read the trace: %v", err)
+			break
+		}
+	}
+	fin := j.Finish()
+	fin.Error = rep.Error
+	if fin.Error == "" && !fin.Started {
+		fin.Error = "the trace holds no start of the target"
+	}
+	return fin
+}
+
+func truncate(b []byte) []byte {
+	if len(b) > 200 {
+		return b[:200]
+	}
+	return b
+}
+
+func (j *Judge) init() {
+	if j.procs == nil {
+		j.procs = map[int]*proc{}
+		j.pending = map[int]Line{}
+		j.found = map[findingKey]int{}
+		j.killed = map[int]string{}
+	}
+}
+
+// Feed judges one line (without its newline).
+func (j *Judge) Feed(b []byte) error {
+	j.init()
+	j.lines++
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil
+	}
+	l, err := ParseLine(b)
+	if err != nil {
+		return err
+	}
+	if j.firstPid == 0 {
+		j.firstPid = l.Pid
+		j.procs[l.Pid] = &proc{fs: &fsState{cwd: j.Cwd}}
+	}
+	p := j.proc(l.Pid)
+	switch l.Kind {
+	case KindSignal:
+		return nil
+	case KindExited, KindKilled:
+		if l.Kind == KindKilled {
+			j.killed[l.Pid] = l.Name
+		}
+		// A process that ended inside a call made it as far as it got.
+		if u, ok := j.pending[l.Pid]; ok {
+			delete(j.pending, l.Pid)
+			j.call(p, l.Pid, u.Name, u.Args, Result{Unknown: true})
+		}
+		j.dropForker(l.Pid)
+		return nil
+	case KindUnfinished:
+		j.pending[l.Pid] = l
+		if isFork(l.Name) {
+			j.forkers = append(j.forkers, l.Pid)
+		}
+		return nil
+	case KindResumed:
+		u, ok := j.pending[l.Pid]
+		if !ok || u.Name != l.Name {
+			// strace prints a resume only after its start; a resume
+			// without one is a trace that lost lines.
+			return syntax(b, "a resumed call that never started")
+		}
+		delete(j.pending, l.Pid)
+		l.Args = u.Args + l.Args
+	}
+	res, ok := ParseResult(l.Ret)
+	if !ok {
+		return syntax(b, "bad result")
+	}
+	j.call(p, l.Pid, l.Name, l.Args, res)
+	return nil
+}
+
+func isFork(name string) bool {
+	switch name {
+	case "clone", "clone3", "fork", "vfork":
+		return true
+	}
+	return false
+}
+
+func (j *Judge) dropForker(pid int) {
+	for i := len(j.forkers) - 1; i >= 0; i-- {
+		if j.forkers[i] == pid {
+			j.forkers = append(j.forkers[:i], j.forkers[i+1:]...)
+			return
+		}
+	}
+}
+
+// proc returns the process, making one for a pid seen for the first time.
+// A child can print before its parent's clone returns: it takes the working
+// directory of the newest process still inside a fork.
+func (j *Judge) proc(pid int) *proc {
+	if p, ok := j.procs[pid]; ok {
+		return p
+	}
+	p := &proc{fs: &fsState{}, inScope: j.started}
+	if n := len(j.forkers); n > 0 {
+		if parent, ok := j.procs[j.forkers[n-1]]; ok {
+			p.fs.cwd = parent.fs.cwd
+		}
+	}
+	j.procs[pid] = p
+	return p
+}
+
+const (
+	oWronly   = 0x1
+	oRdwr     = 0x2
+	oCreat    = 0x40
+	oTrunc    = 0x200
+	cloneFS   = 0x200
+	atEmpty   = 0x1000
+	msBind    = 0x1000
+	atFdcwd   = -100
+)
+
+var openFlagNames = map[string]uint64{
+	"O_RDONLY": 0, "O_WRONLY": oWronly, "O_RDWR": oRdwr, "O_CREAT": oCreat, "O_TRUNC": oTrunc,
+}
+
+// pathSpec says where a syscall's paths are: argument indexes of a dirfd
+// (-1 for none, the cwd) and of the path, and the op.
+type pathSpec struct {
+	dirfd, path int
+	op          grant.Op
+}
+
+// writes are the syscalls that change the file system at their paths.
+var specs = map[string][]pathSpec{
+	"open": {{-1, 0, grant.OpRead}}, "openat": {{0, 1, grant.OpRead}}, "openat2": {{0, 1, grant.OpRead}},
+	"creat": {{-1, 0, grant.OpWrite}}, "open_by_handle_at": nil,
+	"stat": {{-1, 0, grant.OpRead}}, "lstat": {{-1, 0, grant.OpRead}}, "newfstatat": {{0, 1, grant.OpRead}},
+	"fstatat64": {{0, 1, grant.OpRead}}, "statx": {{0, 1, grant.OpRead}}, "statfs": {{-1, 0, grant.OpRead}},
+	"access": {{-1, 0, grant.OpRead}}, "faccessat": {{0, 1, grant.OpRead}}, "faccessat2": {{0, 1, grant.OpRead}},
+	"readlink": {{-1, 0, grant.OpRead}}, "readlinkat": {{0, 1, grant.OpRead}},
+	"getxattr": {{-1, 0, grant.OpRead}}, "lgetxattr": {{-1, 0, grant.OpRead}},
+	"listxattr": {{-1, 0, grant.OpRead}}, "llistxattr": {{-1, 0, grant.OpRead}},
+	"chdir": {{-1, 0, grant.OpRead}}, "chroot": {{-1, 0, grant.OpRead}},
+	"execve": {{-1, 0, grant.OpExec}}, "execveat": {{0, 1, grant.OpExec}},
+	"mkdir": {{-1, 0, grant.OpWrite}}, "mkdirat": {{0, 1, grant.OpWrite}},
+	"mknod": {{-1, 0, grant.OpWrite}}, "mknodat": {{0, 1, grant.OpWrite}},
+	"unlink": {{-1, 0, grant.OpWrite}}, "unlinkat": {{0, 1, grant.OpWrite}}, "rmdir": {{-1, 0, grant.OpWrite}},
+	"rename": {{-1, 0, grant.OpWrite}, {-1, 1, grant.OpWrite}},
+	"renameat": {{0, 1, grant.OpWrite}, {2, 3, grant.OpWrite}}, "renameat2": {{0, 1, grant.OpWrite}, {2, 3, grant.OpWrite}},
+	"link": {{-1, 0, grant.OpRead}, {-1, 1, grant.OpWrite}}, "linkat": {{0, 1, grant.OpRead}, {2, 3, grant.OpWrite}},
+	"symlink": {{-1, 1, grant.OpWrite}}, "symlinkat": {{1, 2, grant.OpWrite}},
+	"chmod": {{-1, 0, grant.OpWrite}}, "fchmodat": {{0, 1, grant.OpWrite}},
+	"chown": {{-1, 0, grant.OpWrite}}, "lchown": {{-1, 0, grant.OpWrite}}, "fchownat": {{0, 1, grant.OpWrite}},
+	"truncate": {{-1, 0, grant.OpWrite}}, "utime": {{-1, 0, grant.OpWrite}}, "utimes": {{-1, 0, grant.OpWrite}},
+	"utimensat": {{0, 1, grant.OpWrite}}, "futimesat": {{0, 1, grant.OpWrite}},
+	"setxattr": {{-1, 0, grant.OpWrite}}, "lsetxattr": {{-1, 0, grant.OpWrite}},
+	"removexattr": {{-1, 0, grant.OpWrite}}, "lremovexattr": {{-1, 0, grant.OpWrite}},
+	"acct": {{-1, 0, grant.OpWrite}}, "swapon": {{-1, 0, grant.OpWrite}}, "swapoff": {{-1, 0, grant.OpWrite}},
+	"umount2": {{-1, 0, grant.OpWrite}}, "pivot_root": {{-1, 0, grant.OpMount}, {-1, 1, grant.OpMount}},
+	"inotify_add_watch": {{-1, 1, grant.OpRead}}, "fanotify_mark": nil,
+	"name_to_handle_at": {{0, 1, grant.OpRead}}, "mount_setattr": {{0, 1, grant.OpMount}},
+	"open_tree": {{0, 1, grant.OpMount}}, "move_mount": {{0, 1, grant.OpMount}},
+}
+
+// notFound are the errors of a lookup that reached no file.
+var notFound = map[string]bool{"ENOENT": true, "ENOTDIR": true, "EFAULT": true, "EBADF": true, "ENAMETOOLONG": true, "EINVAL": true}
+
+// refused are the errors of a connection the kernel refused (spec 001).
+var refused = map[string]bool{"ECONNREFUSED": true, "ENOENT": true, "ENOTDIR": true, "EACCES": true, "EPERM": true,
+	"ENOTSOCK": true, "EPROTOTYPE": true, "EFAULT": true, "EBADF": true, "EINVAL": true, "ENAMETOOLONG": true, "EAFNOSUPPORT": true,
+	"EISCONN": true, "ELOOP": true}
+
+func (j *Judge) call(p *proc, pid int, name, argText string, res Result) {
+	args := SplitArgs(argText)
+	j.track(p, pid, name, args, res)
+	if name == "execve" || name == "execveat" {
+		if !j.started && !res.Unknown && res.Errno == "" && j.isTarget(name, args) {
+			j.started, j.targetAt = true, pid
+			p.inScope = true
+		}
+	}
+	if !p.inScope {
+		return
+	}
+	switch name {
+	case "connect", "sendto", "sendmsg", "sendmmsg":
+		j.connect(pid, name, args, res)
+		return
+	case "mount":
+		j.mount(p, pid, name, args, res)
+		return
+	}
+	if !res.Unknown && notFound[res.Errno] {
+		return
+	}
+	for _, s := range specs[name] {
+		op := s.op
+		if (name == "open" || name == "openat") && len(args) > s.path+1 {
+			if f, ok := ParseFlags(args[s.path+1], openFlagNames); !ok || f&(oWronly|oRdwr|oCreat|oTrunc) != 0 {
+				op = grant.OpWrite
+			}
+		}
+		if name == "openat2" && len(args) > 2 && hasWriteHow(args[2]) {
+			op = grant.OpWrite
+		}
+		j.judgePath(p, pid, name, args, s, op, res)
+	}
+}
+
+func hasWriteHow(s string) bool {
+	i := strings.Index(s, "flags=")
+	if i < 0 {
+		return true
+	}
+	v := s[i+len("flags="):]
+	if k := strings.IndexAny(v, ",}"); k >= 0 {
+		v = v[:k]
+	}
+	f, ok := ParseFlags(v, openFlagNames)
+	return !ok || f&(oWronly|oRdwr|oCreat|oTrunc) != 0
+}
+
+// isTarget says whether an execve's argv is the target's.
+func (j *Judge) isTarget(name string, args []string) bool {
+	if len(j.Target) == 0 {
+		return true
+	}
+	i := 1
+	if name == "execveat" {
+		i = 2
+	}
+	if len(args) <= i {
+		return false
+	}
+	a := strings.TrimSpace(args[i])
+	if !strings.HasPrefix(a, "[") || !strings.HasSuffix(a, "]") {
+		return false
+	}
+	elems := SplitArgs(a[1 : len(a)-1])
+	if len(elems) != len(j.Target) {
+		return false
+	}
+	for k, e := range elems {
+		v, cut, ok := Unquote(e)
+		if !ok || (cut && !strings.HasPrefix(j.Target[k], v)) || (!cut && v != j.Target[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// track follows working directories: AT_FDCWD's decoration names the cwd,
+// chdir and fchdir change it, clone shares it (CLONE_FS) or copies it.
+func (j *Judge) track(p *proc, pid int, name string, args []string, res Result) {
+	if len(args) > 0 {
+		if s, ok := specs[name]; ok && len(s) > 0 && s[0].dirfd == 0 {
+			if fd, ok := ParseFd(args[0]); ok && fd.N == atFdcwd && fd.Path != "" {
+				p.fs.cwd = fd.Path
+			}
+		}
+	}
+	ok := !res.Unknown && res.Errno == ""
+	switch name {
+	case "chdir":
+		if ok && len(args) > 0 {
+			if v, _, uok := Unquote(args[0]); uok {
+				p.fs.cwd = join(p.fs.cwd, v)
+			}
+		}
+	case "fchdir":
+		if ok && len(args) > 0 {
+			if fd, fok := ParseFd(args[0]); fok && fd.Path != "" {
+				p.fs.cwd = fd.Path
+			}
+		}
+	case "clone", "clone3", "fork", "vfork":
+		j.dropForker(pid)
+		if !ok || res.Val <= 0 {
+			return
+		}
+		child := int(res.Val)
+		if res.NsPid != 0 {
+			child = res.NsPid
+		}
+		shared := false
+		if name == "clone" || name == "clone3" {
+			for _, a := range args {
+				a = strings.TrimPrefix(strings.TrimSpace(a), "{")
+				if v, found := strings.CutPrefix(a, "flags="); found {
+					if f, fok := ParseFlags(v, map[string]uint64{"CLONE_FS": cloneFS}); fok && f&cloneFS != 0 {
+						shared = true
+					}
+				}
+			}
+		}
+		c, seen := j.procs[child]
+		if !seen {
+			c = &proc{fs: &fsState{}, inScope: p.inScope || j.started}
+			j.procs[child] = c
+		}
+		if p.inScope {
+			c.inScope = true
+		}
+		if shared {
+			c.fs = p.fs
+		} else if !seen || c.fs.cwd == "" {
+			c.fs = &fsState{cwd: p.fs.cwd}
+		}
+	}
+}
+
+// base is the directory a path argument is relative to.
+func (j *Judge) base(p *proc, args []string, s pathSpec) (string, bool) {
+	if s.dirfd < 0 || s.dirfd >= len(args) {
+		return p.fs.cwd, p.fs.cwd != ""
+	}
+	fd, ok := ParseFd(args[s.dirfd])
+	if !ok {
+		return "", false
+	}
+	if fd.N == atFdcwd && fd.Path == "" {
+		return p.fs.cwd, p.fs.cwd != ""
+	}
+	return fd.Path, strings.HasPrefix(fd.Path, "/")
+}
+
+func (j *Judge) judgePath(p *proc, pid int, name string, args []string, s pathSpec, op grant.Op, res Result) {
+	if s.path >= len(args) {
+		return
+	}
+	spelled, _, ok := Unquote(args[s.path])
+	if !ok {
+		// A path strace could not read (a bad pointer) names no file.
+		return
+	}
+	base, known := j.base(p, args, s)
+	var cands []string
+	switch {
+	case spelled == "" && (name == "execveat" || strings.HasSuffix(name, "at") || name == "statx"):
+		// AT_EMPTY_PATH: the descriptor itself (an exec of a descriptor).
+		if fd, fok := ParseFd(args[s.dirfd]); fok && fd.Path != "" {
+			cands = append(cands, fd.Path)
+			if name == "execveat" {
+				cands = append(cands, "/proc/self/fd/"+fmt.Sprint(fd.N))
+			}
+		} else {
+			cands = append(cands, "/proc/self/fd/"+strings.TrimSpace(args[s.dirfd]))
+		}
+	case strings.HasPrefix(spelled, "/"):
+		cands = append(cands, spelled, filepath.Clean(spelled))
+	case known:
+		raw := strings.TrimSuffix(base, "/") + "/" + spelled
+		cands = append(cands, raw, filepath.Clean(raw))
+	default:
+		// Relative to a directory the trace does not name: judge it as
+		// unresolved rather than skip it.
+		cands = append(cands, spelled)
+	}
+	if op != grant.OpExec && res.Fd.Path != "" && strings.HasPrefix(res.Fd.Path, "/") &&
+		(name == "open" || name == "openat" || name == "openat2" || name == "creat") {
+		cands = append(cands, res.Fd.Path) // the file the kernel reached, after every link
+	}
+	j.judge(pid, name, spelled, cands, op, res)
+}
+
+func join(base, p string) string {
+	if strings.HasPrefix(p, "/") || base == "" {
+		return filepath.Clean(p)
+	}
+	return filepath.Clean(base + "/" + p)
+}
+
+func resultText(res Result) string {
+	switch {
+	case res.Unknown:
+		return "?"
+	case res.Errno != "":
+		return res.Errno
+	}
+	return "0"
+}
+
+// judge lists the access when any spelling of it is denied: the kernel's
+// path as written, its lexical form and the file the call reached.
+func (j *Judge) judge(pid int, name, spelled string, cands []string, op grant.Op, res Result) {
+	for _, c := range cands {
+		host := c
+		if j.Map != nil {
+			host = j.Map(c)
+		}
+		d := j.Table.Access(host, op)
+		if d.Allowed() {
+			continue
+		}
+		k := findingKey{host, op}
+		if i, ok := j.found[k]; ok {
+			j.out[i].Count++
+			return
+		}
+		f := Finding{Path: host, Op: op, Syscall: name, Pid: pid, Result: resultText(res), Reason: d.Reason, Count: 1}
+		if d.Rule.Kind != grant.RuleNone {
+			f.Rule = d.String()
+		}
+		if spelled != host {
+			f.Spelled = spelled
+		}
+		j.found[k] = len(j.out)
+		j.out = append(j.out, f)
+		return
+	}
+}
+
+// connect lists a connection or datagram to a Unix socket file that the
+// kernel did not refuse.
+func (j *Judge) connect(pid int, name string, args []string, res Result) {
+	if !res.Unknown && refused[res.Errno] {
+		return
+	}
+	p := j.procs[pid]
+	for _, a := range args {
+		for rest := a; ; {
+			i := strings.Index(rest, "sun_path=")
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len("sun_path="):]
+			if strings.HasPrefix(rest, "@") {
+				continue // abstract: no file
+			}
+			end, ok := skipString([]byte(rest), 0)
+			if !ok || !strings.HasPrefix(rest, `"`) {
+				break
+			}
+			v, _, uok := Unquote(rest[:end+1])
+			rest = rest[end+1:]
+			if !uok || v == "" {
+				continue
+			}
+			path := v
+			cands := []string{v, filepath.Clean(v)}
+			if !strings.HasPrefix(v, "/") {
+				path = join(p.fs.cwd, v)
+				if p.fs.cwd == "" {
+					cands = []string{v}
+				} else {
+					cands = []string{strings.TrimSuffix(p.fs.cwd, "/") + "/" + v, path}
+				}
+			}
+			j.judge(pid, name, v, cands, grant.OpConnect, res)
+		}
+	}
+}
+
+// mount lists a bind mount whose source is outside the places a target may
+// write (spec 001: "listed by its source").
+func (j *Judge) mount(p *proc, pid int, name string, args []string, res Result) {
+	if !res.Unknown && notFound[res.Errno] || len(args) < 4 {
+		return
+	}
+	flags, ok := ParseFlags(args[3], map[string]uint64{"MS_BIND": msBind})
+	if ok && flags&msBind == 0 {
+		return
+	}
+	src, _, uok := Unquote(args[0])
+	if !uok || src == "" {
+		return
+	}
+	path := join(p.fs.cwd, src)
+	for _, c := range []string{src, path} {
+		host := c
+		if j.Map != nil {
+			host = j.Map(c)
+		}
+		if d := j.Table.Access(host, grant.OpConnect); d.Allowed() {
+			continue
+		}
+		k := findingKey{host, grant.OpMount}
+		if i, seen := j.found[k]; seen {
+			j.out[i].Count++
+			return
+		}
+		f := Finding{Path: host, Op: grant.OpMount, Syscall: name, Pid: pid, Result: resultText(res),
+			Reason: "a bind mount of a source outside the workspace, call directories and home", Count: 1}
+		if src != host {
+			f.Spelled = src
+		}
+		j.found[k] = len(j.out)
+		j.out = append(j.out, f)
+		return
+	}
+}
+
+// Finish judges the calls still waiting when the trace ended (a call the
+// end of the run interrupted made it as far as it got) and returns the report.
+func (j *Judge) Finish() Report {
+	j.init()
+	pids := make([]int, 0, len(j.pending))
+	for pid := range j.pending {
+		pids = append(pids, pid)
+	}
+	sort.Ints(pids)
+	for _, pid := range pids {
+		u := j.pending[pid]
+		delete(j.pending, pid)
+		j.call(j.proc(pid), pid, u.Name, u.Args, Result{Unknown: true})
+	}
+	return Report{Findings: j.out, Lines: j.lines, Started: j.started, FirstKilled: j.killed[j.firstPid]}
+}

@@ -1,0 +1,169 @@
+package trace_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/warden-run/warden/core/grant"
+	"github.com/warden-run/warden/plugins/strace/trace"
+)
+
+// runStrace runs argv under the plugin's strace command line in dir and
+// returns the trace.
+func runStrace(t *testing.T, dir string, argv ...string) []byte {
+	t.Helper()
+	st, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("strace is not installed")
+	}
+	file := filepath.Join(t.TempDir(), "trace")
+	a := trace.Argv(st, file, argv)
+	cmd := exec.Command(a[0], a[1:]...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		if _, ok := err.(*exec.ExitError); !ok {
+			t.Fatalf("strace: %v: %s", err, stderr.String())
+		}
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// table grants the system, /etc and the given workspace.
+func table(t *testing.T, ws string) *grant.FileTable {
+	t.Helper()
+	l := grant.Layer{Name: "pipeline", Exec: grant.ExecSpec{Allow: []grant.Spec{{Text: "@system"}}}}
+	tb, err := grant.Compile(grant.Places{Workspace: ws, ExtraRead: []string{"/etc", "/proc/self", "/dev/null"}}, grant.Tools{}, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb.Files
+}
+
+func judge(t *testing.T, tb *grant.FileTable, cwd string, target []string, tr []byte) trace.Report {
+	t.Helper()
+	j := &trace.Judge{Table: tb, Target: target, Cwd: cwd}
+	rep := j.Read(bytes.NewReader(tr))
+	if rep.Error != "" {
+		t.Fatalf("trace is no evidence: %s\n%s", rep.Error, tail(tr))
+	}
+	return rep
+}
+
+func has(rep trace.Report, path string, op grant.Op) *trace.Finding {
+	for i, f := range rep.Findings {
+		if f.Path == path && f.Op == op {
+			return &rep.Findings[i]
+		}
+	}
+	return nil
+}
+
+func python(t *testing.T) string {
+	for _, p := range []string{"/usr/bin/python3", "/usr/local/bin/python3"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	t.Skip("python3 is not installed")
+	return ""
+}
+
+func TestRealReads(t *testing.T) {
+	host := t.TempDir() // outside the grants
+	ws := t.TempDir()
+	secret := filepath.Join(host, "secret")
+	os.WriteFile(secret, []byte("s"), 0o600)
+	os.MkdirAll(filepath.Join(host, "sub"), 0o700)
+	os.WriteFile(filepath.Join(host, "sub", "rel"), []byte("r"), 0o600)
+	hostile := filepath.Join(host, "a\nb\"c\xff) = 0<x>")
+	os.WriteFile(hostile, []byte("h"), 0o600)
+	missing := filepath.Join(host, "missing")
+
+	py := python(t)
+	script := `import os,sys
+fd=os.open(sys.argv[1],os.O_RDONLY)
+os.close(os.open("rel",os.O_RDONLY,dir_fd=fd))
+os.close(os.open("new",os.O_WRONLY|os.O_CREAT,0o600,dir_fd=fd))
+`
+	cases := []struct {
+		name   string
+		argv   []string
+		cwd    string
+		listed []string // paths listed, with op read unless ending in " write"
+		not    []string
+	}{
+		{"cat", []string{"/bin/cat", secret}, ws, []string{secret}, nil},
+		{"missing", []string{"/bin/cat", missing}, ws, nil, []string{missing}},
+		{"relative after chdir", []string{"/bin/sh", "-c", "cd " + host + "/sub && cat rel"}, ws, []string{filepath.Join(host, "sub", "rel")}, nil},
+		{"relative to the start", []string{"/bin/cat", "sub/rel"}, host, []string{filepath.Join(host, "sub", "rel")}, nil},
+		{"dirfd", []string{py, "-c", script, filepath.Join(host, "sub")}, ws,
+			[]string{filepath.Join(host, "sub", "rel"), filepath.Join(host, "sub", "new") + " write"}, nil},
+		{"hostile name", []string{"/bin/cat", hostile}, ws, []string{hostile}, nil},
+		{"proc self root", []string{"/bin/cat", "/proc/self/root" + secret}, ws, []string{"/proc/self/root" + secret}, nil},
+		{"granted", []string{"/bin/cat", filepath.Join(ws, "x")}, ws, nil, []string{filepath.Join(ws, "x")}},
+	}
+	os.WriteFile(filepath.Join(ws, "x"), []byte("x"), 0o600)
+	tb := table(t, ws)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr := runStrace(t, c.cwd, c.argv...)
+			rep := judge(t, tb, c.cwd, c.argv, tr)
+			if !rep.Started {
+				t.Fatal("no start of the target")
+			}
+			for _, p := range c.listed {
+				op := grant.OpRead
+				if q, ok := strings.CutSuffix(p, " write"); ok {
+					p, op = q, grant.OpWrite
+				}
+				if has(rep, p, op) == nil {
+					t.Errorf("%s %q not listed; findings %+v", op, p, rep.Findings)
+				}
+			}
+			for _, p := range c.not {
+				for _, f := range rep.Findings {
+					if f.Path == p {
+						t.Errorf("%q listed: %+v", p, f)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestRealIoUringENOSYS(t *testing.T) {
+	py := python(t)
+	tr := runStrace(t, t.TempDir(), py, "-c", "import ctypes,sys; r=ctypes.CDLL(None,use_errno=True).syscall(425,1,ctypes.create_string_buffer(120)); sys.exit(0 if r==-1 and ctypes.get_errno()==38 else 1)")
+	if !bytes.Contains(tr, []byte("io_uring_setup(")) || !bytes.Contains(tr, []byte("ENOSYS")) {
+		t.Fatalf("io_uring_setup was not failed with ENOSYS:\n%s", tail(tr))
+	}
+}
+
+func TestRealForkInheritsCwd(t *testing.T) {
+	host := t.TempDir()
+	os.WriteFile(filepath.Join(host, "f"), []byte("f"), 0o600)
+	ws := t.TempDir()
+	argv := []string{"/bin/sh", "-c", "cd " + host + " && (cat f; cat f & wait)"}
+	rep := judge(t, table(t, ws), ws, argv, runStrace(t, ws, argv...))
+	f := has(rep, filepath.Join(host, "f"), grant.OpRead)
+	if f == nil || f.Count < 2 {
+		t.Fatalf("reads in forked children not listed twice: %+v", rep.Findings)
+	}
+}
+
+func tail(b []byte) []byte {
+	if len(b) > 3000 {
+		return b[len(b)-3000:]
+	}
+	return b
+}
