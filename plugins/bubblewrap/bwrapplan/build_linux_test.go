@@ -87,7 +87,9 @@ func TestPlanRefusesBadSpecs(t *testing.T) {
 		"call dir name":      func(f *fixture) { f.spec.CallDirs[0].Name = "../x" },
 		"workspace covered":  func(f *fixture) { f.spec.Cover = append(f.spec.Cover, f.ws) },
 		"relative cover":     func(f *fixture) { f.spec.Cover = append(f.spec.Cover, "x") },
-		"bad grant key":      func(f *fixture) { f.spec.Grants = []*pb.GrantLayer{{Name: "pipeline", Read: []*pb.GrantKey{{Text: "rel/path"}}}} },
+		"bad grant key": func(f *fixture) {
+			f.spec.Grants = []*pb.GrantLayer{{Name: "pipeline", Read: []*pb.GrantKey{{Text: "rel/path"}}}}
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, "true")
