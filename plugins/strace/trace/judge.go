@@ -229,14 +229,14 @@ func (j *Judge) proc(pid int) *proc {
 }
 
 const (
-	oWronly   = 0x1
-	oRdwr     = 0x2
-	oCreat    = 0x40
-	oTrunc    = 0x200
-	cloneFS   = 0x200
-	atEmpty   = 0x1000
-	msBind    = 0x1000
-	atFdcwd   = -100
+	oWronly = 0x1
+	oRdwr   = 0x2
+	oCreat  = 0x40
+	oTrunc  = 0x200
+	cloneFS = 0x200
+	atEmpty = 0x1000
+	msBind  = 0x1000
+	atFdcwd = -100
 )
 
 var openFlagNames = map[string]uint64{
@@ -265,7 +265,7 @@ var specs = map[string][]pathSpec{
 	"mkdir": {{-1, 0, grant.OpWrite}}, "mkdirat": {{0, 1, grant.OpWrite}},
 	"mknod": {{-1, 0, grant.OpWrite}}, "mknodat": {{0, 1, grant.OpWrite}},
 	"unlink": {{-1, 0, grant.OpWrite}}, "unlinkat": {{0, 1, grant.OpWrite}}, "rmdir": {{-1, 0, grant.OpWrite}},
-	"rename": {{-1, 0, grant.OpWrite}, {-1, 1, grant.OpWrite}},
+	"rename":   {{-1, 0, grant.OpWrite}, {-1, 1, grant.OpWrite}},
 	"renameat": {{0, 1, grant.OpWrite}, {2, 3, grant.OpWrite}}, "renameat2": {{0, 1, grant.OpWrite}, {2, 3, grant.OpWrite}},
 	"link": {{-1, 0, grant.OpRead}, {-1, 1, grant.OpWrite}}, "linkat": {{0, 1, grant.OpRead}, {2, 3, grant.OpWrite}},
 	"symlink": {{-1, 1, grant.OpWrite}}, "symlinkat": {{1, 2, grant.OpWrite}},

@@ -98,11 +98,12 @@ func ParseLine(b []byte) (Line, error) {
 		l.Name = string(f[0])
 		return l, nil
 	case bytes.HasPrefix(rest, []byte("<... ")):
-		end := bytes.Index(rest, []byte(" resumed>"))
+		end := bytes.Index(rest[5:], []byte(" resumed>"))
 		if end < 0 {
 			return l, syntax(b, "bad resume")
 		}
 		l.Kind = KindResumed
+		end += 5
 		l.Name = string(rest[5:end])
 		body := rest[end+len(" resumed>"):]
 		args, ret, ok := splitCall(body)
