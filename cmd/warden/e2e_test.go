@@ -483,3 +483,33 @@ func parentsOf(t *testing.T, pid int) int {
 	}
 	return n
 }
+
+// BenchmarkRunNoop is the whole fixed cost of warden: a run of a no-op
+// target with every stage (load, plugins start and probe, workspace, trial,
+// score, seal), against the bare command as a ratio.
+func BenchmarkRunNoop(b *testing.B) {
+	t := &testing.T{}
+	dir := b.TempDir()
+	_, p := projectWith(t, dir, "[true]", "[sh, eval/check.sh]", "")
+	_ = os.WriteFile(filepath.Join(dir, "repo", "answer.txt"), []byte("42\n"), 0o644)
+	bare := time.Now()
+	for range 20 {
+		if err := exec.Command("true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	perBare := time.Since(bare) / 20
+	b.ResetTimer()
+	start := time.Now()
+	for b.Loop() {
+		cmd := exec.Command(filepath.Join(binDir, "warden"), "run", p)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "WARDEN_PLUGIN_PATH="+binDir)
+		if out, err := cmd.CombinedOutput(); err != nil && cmd.ProcessState.ExitCode() != 1 {
+			b.Fatalf("%v\n%s", err, out)
+		}
+	}
+	per := time.Since(start) / time.Duration(b.N)
+	b.ReportMetric(float64(per.Milliseconds()), "run-ms/op")
+	b.ReportMetric(float64(per)/float64(perBare), "x-bare")
+}

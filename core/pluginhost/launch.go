@@ -82,20 +82,37 @@ func Launch(ctx context.Context, o Options) (*Plugin, error) {
 	if o.SocketDir == "" {
 		return nil, errors.New("pluginhost: Options.SocketDir is required")
 	}
-	sum, err := FileSHA256(o.Path)
-	if err != nil {
-		return nil, errdefs.Errorf(errdefs.ErrPlugin, "plugin %s: unable to read %s: %w", o.Name, o.Path, err)
+	// An unpinned binary is hashed while it starts (the digest is recorded,
+	// not checked); a pinned one is checked before it starts and again by
+	// go-plugin just before its exec.
+	type digest struct {
+		sum string
+		err error
 	}
-	if o.SHA256 != "" && o.SHA256 != sum {
-		return nil, errdefs.Errorf(errdefs.ErrIntegrity, "plugin %s: %s has %s, the pin wants %s", o.Name, o.Path, sum, o.SHA256)
+	hashed := make(chan digest, 1)
+	var raw []byte
+	if o.SHA256 != "" {
+		sum, err := FileSHA256(o.Path)
+		if err != nil {
+			return nil, errdefs.Errorf(errdefs.ErrPlugin, "plugin %s: unable to read %s: %w", o.Name, o.Path, err)
+		}
+		if sum != o.SHA256 {
+			return nil, errdefs.Errorf(errdefs.ErrIntegrity, "plugin %s: %s has %s, the pin wants %s", o.Name, o.Path, sum, o.SHA256)
+		}
+		raw, _ = hex.DecodeString(strings.TrimPrefix(sum, "sha256:"))
+		hashed <- digest{sum: sum}
+	} else {
+		go func() {
+			sum, err := FileSHA256(o.Path)
+			hashed <- digest{sum, err}
+		}()
 	}
-	raw, _ := hex.DecodeString(strings.TrimPrefix(sum, "sha256:"))
 
 	cmd := exec.Command(o.Path)
 	cmd.Env = pluginEnv(o)
 	cmd.SysProcAttr = sysProcAttr()
-	p := &Plugin{Name: o.Name, Path: o.Path, SHA256: sum, stderr: newRing(64 << 10)}
-	p.client = plugin.NewClient(&plugin.ClientConfig{
+	p := &Plugin{Name: o.Name, Path: o.Path, stderr: newRing(64 << 10)}
+	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: map[int]plugin.PluginSet{sdk.ProtocolVersion: sdk.PluginSet(nil)},
 		Cmd:              cmd,
@@ -106,13 +123,24 @@ func Launch(ctx context.Context, o Options) (*Plugin, error) {
 		StartTimeout:     o.StartTimeout,
 		Logger:           o.Logger.Named(o.Name),
 		Stderr:           p.stderr,
-		// A fresh hash per client: SecureConfig never resets it.
-		SecureConfig: &plugin.SecureConfig{Checksum: raw, Hash: sha256.New()},
 		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(sdk.MaxMessageSize), grpc.MaxCallSendMsgSize(sdk.MaxMessageSize))},
-	})
+	}
+	if raw != nil {
+		// A pinned binary is hashed again by go-plugin just before its exec,
+		// which narrows the window between the check and the exec. A fresh
+		// hash per client: SecureConfig never resets it.
+		cfg.SecureConfig = &plugin.SecureConfig{Checksum: raw, Hash: sha256.New()}
+	}
+	p.client = plugin.NewClient(cfg)
 	var rpc plugin.ClientProtocol
+	var err error
 	onSpawnThread(func() { rpc, err = p.client.Client() })
+	h := <-hashed
+	p.SHA256 = h.sum
+	if err == nil && h.err != nil {
+		err = fmt.Errorf("unable to hash %s: %w", o.Path, h.err)
+	}
 	if cmd.Process != nil {
 		p.pgid = cmd.Process.Pid
 	}
