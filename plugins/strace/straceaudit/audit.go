@@ -10,6 +10,9 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/warden-run/warden/core/errdefs"
 	"github.com/warden-run/warden/core/grant"
@@ -94,7 +97,7 @@ func (a *Audit) Judge(ctx context.Context, obs *sdk.Observations) (*sdk.Findings
 	case rep.Error != "":
 		return failed(f, rep.Error), nil
 	}
-	if sig := h.GetExit().GetSignal(); sig != "" && !h.GetExit().GetTimedOut() && !h.GetExit().GetStopped() && sig != rep.FirstKilled {
+	if sig := h.GetExit().GetSignal(); sig != "" && !h.GetExit().GetTimedOut() && !h.GetExit().GetStopped() && !sameSignal(sig, rep.FirstKilled) {
 		// strace re-raises the signal that killed its tracee; any other
 		// death by a signal is the observer's own.
 		return failed(f, fmt.Sprintf("strace was killed by %s", sig)), nil
@@ -110,6 +113,16 @@ func (a *Audit) Judge(ctx context.Context, obs *sdk.Observations) (*sdk.Findings
 	f.FactsJson, _ = json.Marshal(map[string]any{"observer": "strace", "calls": counts})
 	f.Completeness = pb.Completeness_COMPLETENESS_COMPLETE
 	return f, nil
+}
+
+// sameSignal compares the core's name of a signal (Go's, "killed") with
+// strace's ("SIGKILL").
+func sameSignal(core, strace string) bool {
+	if strace == "" {
+		return false
+	}
+	n := unix.SignalNum(strace)
+	return core == strace || (n != 0 && syscall.Signal(n).String() == core)
 }
 
 func failed(f *sdk.Findings, why string) *sdk.Findings {
