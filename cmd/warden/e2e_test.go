@@ -513,3 +513,69 @@ func BenchmarkRunNoop(b *testing.B) {
 	b.ReportMetric(float64(per.Milliseconds()), "run-ms/op")
 	b.ReportMetric(float64(per)/float64(perBare), "x-bare")
 }
+
+func TestRunStopsOnUnhealthyProbe(t *testing.T) {
+	dir, p := project(t, "[sh, solve.sh]", "[sh, eval/check.sh]", "")
+	// Plugins receive the core's PATH; without git the workspace plugin's
+	// probe is unhealthy, and the run stops before anything is made.
+	cmd := exec.Command(filepath.Join(binDir, "warden"), "run", p)
+	cmd.Dir = dir
+	empty := t.TempDir()
+	cmd.Env = []string{"PATH=" + empty, "HOME=" + dir, "WARDEN_PLUGIN_PATH=" + binDir}
+	out, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 12 {
+		t.Fatalf("exit %v, want 12\n%s", err, out)
+	}
+	for _, want := range []string{"plugin workspace", "git"} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("output does not name %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "runs")); err == nil {
+		t.Fatal("a run directory was made for a run that cannot start")
+	}
+}
+
+func TestRunRejectsBadWithBlock(t *testing.T) {
+	dir, p := projectWith(t, t.TempDir(), "[sh, solve.sh]", "[sh, eval/check.sh]", "")
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, []byte(strings.Replace(string(b), "format: tap", "format: junit-ish", 1)), 0o644)
+	r := warden(t, dir, "run", p)
+	r.want(t, 2, "p.yaml:14:62: score stage, plugin scorer: with.format: value must be one of")
+}
+
+func TestRunStreamsTargetOutput(t *testing.T) {
+	dir, p := project(t, "[sh, solve.sh]", "[sh, eval/check.sh]", "")
+	warden(t, dir, "run", "--stream", p).want(t, 0, "solved")
+	if r := warden(t, dir, "run", p); strings.Contains(r.stdout, "solved") {
+		t.Fatal("the target's output was echoed without --stream")
+	}
+}
+
+func TestPluginsShowsShadowedCopies(t *testing.T) {
+	other := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(binDir, "warden-plugin-seal"))
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(other, "warden-plugin-seal"), b, 0o755))
+	cmd := exec.Command(filepath.Join(binDir, "warden"), "plugins", "--json", "--no-probe")
+	cmd.Env = append(os.Environ(), "WARDEN_PLUGIN_PATH="+other+":"+binDir)
+	out, err := cmd.Output()
+	must(t, err)
+	var res struct {
+		Plugins []struct {
+			Name, Path string
+			Shadowed   []string
+		}
+	}
+	must(t, json.Unmarshal(out, &res))
+	for _, pl := range res.Plugins {
+		if pl.Name == "seal" {
+			if pl.Path != filepath.Join(other, "warden-plugin-seal") || len(pl.Shadowed) != 1 || pl.Shadowed[0] != filepath.Join(binDir, "warden-plugin-seal") {
+				t.Fatalf("seal: %+v", pl)
+			}
+			return
+		}
+	}
+	t.Fatalf("no seal plugin listed: %s", out)
+}
