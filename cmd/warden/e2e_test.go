@@ -579,3 +579,13 @@ func TestPluginsShowsShadowedCopies(t *testing.T) {
 	}
 	t.Fatalf("no seal plugin listed: %s", out)
 }
+
+func TestScoreTimeoutFromWith(t *testing.T) {
+	dir, p := project(t, "[sh, solve.sh]", "[sleep, '30'], timeout: 1s", "")
+	start := time.Now()
+	r := warden(t, dir, "run", p)
+	r.want(t, 1, "the evaluator timed out after 1s")
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("the evaluator's time limit was not applied: the run took %v", d)
+	}
+}

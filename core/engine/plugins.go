@@ -55,10 +55,7 @@ type resolved struct {
 func Resolve(p *pipeline.Pipeline, searchPath []string) ([]resolved, error) {
 	var out []resolved
 	var errs []error
-	for _, st := range p.Stages {
-		if !p.Confinement && (st.Kind == pipeline.StageConfine || st.Kind == pipeline.StageAudit) {
-			continue
-		}
+	for _, st := range p.ActiveStages() {
 		name, ok := st.Plugin.For(runtime.GOOS)
 		if !ok {
 			errs = append(errs, errdefs.Errorf(errdefs.ErrInvalid, "%s: stage %s names no plugin for %s",

@@ -75,10 +75,14 @@ func (r *run) score(ctx context.Context) error {
 	if dir == "" {
 		dir = r.ws
 	}
+	timeout := scoreTimeout
+	if ms := plan.GetTimeoutMs(); ms > 0 {
+		timeout = time.Duration(ms) * time.Millisecond
+	}
 	res, err := supervise.Run(ctx, supervise.Spec{
 		Path: path, Args: argv, Env: env, Dir: dir,
 		StdoutPath: filepath.Join(staging, "stdout"), StderrPath: filepath.Join(staging, "stderr"),
-		Timeout: scoreTimeout,
+		Timeout: timeout,
 	})
 	if err != nil {
 		err = errdefs.Errorf(errdefs.ErrPlugin, "unable to run the evaluator: %w", err)
@@ -115,7 +119,7 @@ func (r *run) score(ctx context.Context) error {
 		Pass: out.GetPass() && !res.TimedOut, Summary: out.GetSummary(), Details: rawJSON(out.GetDetailsJson()),
 	}
 	if res.TimedOut {
-		rec.Summary = "the evaluator timed out after " + scoreTimeout.String()
+		rec.Summary = "the evaluator timed out after " + timeout.String()
 	}
 	r.rec.Score = rec
 	if err := r.w.WriteJSON("score.json", rec); err != nil {

@@ -11,7 +11,7 @@
 //	        run: [go, test, -json, ./eval/...]
 //	        format: go-test-json      # exit-code (default) | tap | go-test-json
 //	        env: {GOFLAGS: -mod=mod}  # set on top of the environment the core builds
-//	        timeout: 5m               # recorded in the plan's facts
+//	        timeout: 5m               # the evaluator's time limit (default 30m)
 //
 // One score walks like this: Configure decodes the block; PlanScore returns
 // the command (argv `run`, in the workspace, with `env` added) and the
@@ -200,7 +200,12 @@ func (p *Plugin) PlanScore(_ context.Context, req *sdk.ScorePlanRequest) (*sdk.S
 	if err != nil {
 		return nil, err
 	}
+	var timeout time.Duration
+	if cfg.Timeout != "" {
+		timeout, _ = time.ParseDuration(cfg.Timeout) // checked by Configure
+	}
 	return &sdk.ScorePlanResponse{
+		TimeoutMs: timeout.Milliseconds(),
 		Plan: &sdk.LaunchPlan{
 			Argv:      append([]string(nil), cfg.Run...),
 			Dir:       req.GetWorkspace(),

@@ -2434,6 +2434,7 @@ type ScorePlanResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Plan          *LaunchPlan            `protobuf:"bytes,1,opt,name=plan,proto3" json:"plan,omitempty"`
 	Format        string                 `protobuf:"bytes,2,opt,name=format,proto3" json:"format,omitempty"`
+	TimeoutMs     int64                  `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"` // 0: the core's default (30m)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2480,6 +2481,13 @@ func (x *ScorePlanResponse) GetFormat() string {
 		return x.Format
 	}
 	return ""
+}
+
+func (x *ScorePlanResponse) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
 }
 
 type ScoreParseRequest struct {
@@ -3036,10 +3044,12 @@ const file_wardenplugin_v1_plugin_proto_rawDesc = "" +
 	"\tworkspace\x18\x01 \x01(\tR\tworkspace\x12\x1e\n" +
 	"\n" +
 	"evaluation\x18\x02 \x01(\tR\n" +
-	"evaluation\"]\n" +
+	"evaluation\"|\n" +
 	"\x11ScorePlanResponse\x120\n" +
 	"\x04plan\x18\x01 \x01(\v2\x1c.warden.plugin.v1.LaunchPlanR\x04plan\x12\x16\n" +
-	"\x06format\x18\x02 \x01(\tR\x06format\"x\n" +
+	"\x06format\x18\x02 \x01(\tR\x06format\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\"x\n" +
 	"\x11ScoreParseRequest\x12\x16\n" +
 	"\x06format\x18\x01 \x01(\tR\x06format\x12\x16\n" +
 	"\x06stdout\x18\x02 \x01(\fR\x06stdout\x12\x16\n" +
