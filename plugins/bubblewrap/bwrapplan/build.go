@@ -39,7 +39,7 @@ type Facts struct {
 	WriteBound  []string      `json:"writeBound"`
 	Exec        string        `json:"exec"`
 	Landlock    string        `json:"landlock"`
-	UnixSockets string        `json:"unixSockets"`
+	UnixSockets SocketFacts   `json:"unixSockets"`
 	Argv0       string        `json:"argv0"`
 }
 
@@ -84,7 +84,7 @@ func depth(p string) int {
 // build turns a launch spec into the bwrap command. It reads the host's
 // file system (which covered and granted paths exist, where links lead)
 // and nothing else; it is deterministic for one spec and host.
-func build(bwrap, version string, spec *pb.LaunchSpec) (*pb.LaunchPlan, error) {
+func build(bwrap, version string, spec *pb.LaunchSpec, scan socketScan) (*pb.LaunchPlan, error) {
 	if len(spec.GetArgv()) == 0 {
 		return nil, fmt.Errorf("the launch spec has no argv: %w", sdk.ErrInvalidConfig)
 	}
@@ -235,17 +235,24 @@ func build(bwrap, version string, spec *pb.LaunchSpec) (*pb.LaunchPlan, error) {
 		return cmp.Or(cmp.Compare(depth(a.dest), depth(b.dest)), cmp.Compare(a.class, b.class), cmp.Compare(a.dest, b.dest))
 	})
 
-	argv := []string{bwrap,
+	head := []string{bwrap,
 		"--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
 		"--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"}
 	for _, m := range ms {
-		argv = append(argv, m.args...)
+		head = append(head, m.args...)
 	}
+	var tail []string
 	for _, r := range sortUniq(remount) {
-		argv = append(argv, "--remount-ro", r)
+		tail = append(tail, "--remount-ro", r)
 	}
-	argv = append(argv, "--chdir", rewrite(spec.GetDir(), calls), "--", spec.GetPath())
-	argv = append(argv, spec.GetArgv()[1:]...)
+	tail = append(tail, "--chdir", rewrite(spec.GetDir(), calls), "--", spec.GetPath())
+	tail = append(tail, spec.GetArgv()[1:]...)
+
+	sockFacts, masks, err := maskSockets(scan, ms, calls, spec.GetUid(), len(head)+len(tail))
+	if err != nil {
+		return nil, err
+	}
+	argv := append(append(head, masks...), tail...)
 
 	env := make([]string, 0, len(spec.GetEnv()))
 	for _, kv := range spec.GetEnv() {
@@ -269,7 +276,7 @@ func build(bwrap, version string, spec *pb.LaunchSpec) (*pb.LaunchPlan, error) {
 		WriteBound:   nonNil(writes),
 		Exec:         "audited only: bwrap cannot filter exec",
 		Landlock:     "not in force",
-		UnixSockets:  "not masked: host Unix sockets stay reachable",
+		UnixSockets:  sockFacts,
 		Argv0:        "the admitted path (bwrap " + version + " has no --argv0)",
 	}
 	if facts.CallDirs == nil {
@@ -280,6 +287,70 @@ func build(bwrap, version string, spec *pb.LaunchSpec) (*pb.LaunchPlan, error) {
 		return nil, fmt.Errorf("unable to encode the confinement facts: %w", err)
 	}
 	return &pb.LaunchPlan{Argv: argv, Env: env, Dir: spec.GetDir(), FactsJson: fj}, nil
+}
+
+// SocketFacts says which host Unix sockets the plan masks.
+type SocketFacts struct {
+	Masked int `json:"masked"`
+	// SocketsLeftReachable counts the socket files the scan found that stay
+	// connectable: past the room (only files beside a listed path, never a
+	// listed one), or with a path the plan cannot name.
+	SocketsLeftReachable int      `json:"socketsLeftReachable"`
+	Room                 int      `json:"room"`
+	Paths                []string `json:"paths"`
+}
+
+// maskSockets returns the mounts that mask every host socket file the view
+// shows, ranked and cut to the room bwrap's argument limit leaves after the
+// other used arguments. A listed socket past the room refuses the start.
+// Sockets in /dev and /proc (replaced in the view), in a call directory
+// (the runtime's own, such as the bridge's) and under a covering tmpfs take
+// no room.
+func maskSockets(scan socketScan, ms []mount, calls []CallDirFact, uid uint32, used int) (SocketFacts, []string, error) {
+	room := min(max((bwrapArgMax-heldBack-used)/argsPerSocket, 0), maxSockets)
+	var want []hostSocket
+	for _, s := range scan.Sockets {
+		if within(s.Path, "/dev") || within(s.Path, "/proc") ||
+			slices.ContainsFunc(calls, func(c CallDirFact) bool { return within(s.Path, c.Host) }) ||
+			!visible(s.Path, ms) {
+			continue
+		}
+		want = append(want, s)
+	}
+	ranked := rankSockets(want, uid)
+	facts := SocketFacts{Room: room, SocketsLeftReachable: scan.Unmaskable, Paths: []string{}}
+	if len(ranked) > room {
+		for _, s := range ranked[room:] {
+			if s.Listed {
+				return facts, nil, fmt.Errorf("the host has %d Unix sockets to mask, more than the %d bwrap's argument room holds (%s is left out): %w",
+					len(ranked), room, s.Path, sdk.ErrHostUnsupported)
+			}
+		}
+		facts.SocketsLeftReachable += len(ranked) - room
+		ranked = ranked[:room]
+	}
+	for _, s := range ranked {
+		facts.Paths = append(facts.Paths, s.Path)
+	}
+	slices.Sort(facts.Paths)
+	facts.Masked = len(facts.Paths)
+	var args []string
+	for _, p := range facts.Paths {
+		args = append(args, "--bind", p, p, "--ro-bind", "/dev/null", p)
+	}
+	return facts, args, nil
+}
+
+// visible says whether the view shows host path p: the deepest mount that
+// holds it is a bind (or none is, and the read-only root shows it).
+func visible(p string, ms []mount) bool {
+	best, class := -1, 1
+	for _, m := range ms { // sorted: the later of two at one depth is on top
+		if d := depth(m.dest); within(p, m.dest) && d >= best {
+			best, class = d, m.class
+		}
+	}
+	return class == 1
 }
 
 // granted expands a file key (~/ to the spec's home) and says whether the

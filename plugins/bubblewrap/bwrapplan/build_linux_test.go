@@ -15,7 +15,7 @@ import (
 
 func TestPlanArgv(t *testing.T) {
 	f := newFixture(t, "true")
-	plan, err := build("/usr/bin/bwrap", "0.8.0", f.spec)
+	plan, err := build("/usr/bin/bwrap", "0.8.0", f.spec, socketScan{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestPlanArgv(t *testing.T) {
 	if plan.GetDir() != f.ws {
 		t.Errorf("dir %q", plan.GetDir())
 	}
-	again, err := build("/usr/bin/bwrap", "0.8.0", f.spec)
+	again, err := build("/usr/bin/bwrap", "0.8.0", f.spec, socketScan{})
 	if err != nil || !slices.Equal(again.GetArgv(), plan.GetArgv()) || !slices.Equal(again.GetEnv(), plan.GetEnv()) || string(again.GetFactsJson()) != string(plan.GetFactsJson()) {
 		t.Errorf("two plans of one spec differ: %v", err)
 	}
@@ -54,7 +54,7 @@ func TestPlanRewritesCallDirsInEnv(t *testing.T) {
 	f := newFixture(t, "true")
 	f.spec.Env = append(f.spec.Env, "PORT_FILE="+f.call+"/port", "OTHER="+f.call+"x")
 	f.spec.Dir = f.call
-	plan, err := build("/usr/bin/bwrap", "0.8.0", f.spec)
+	plan, err := build("/usr/bin/bwrap", "0.8.0", f.spec, socketScan{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestPlanRewritesCallDirsInEnv(t *testing.T) {
 func TestPlanRefusesEgress(t *testing.T) {
 	f := newFixture(t, "true")
 	f.spec.Grants = []*pb.GrantLayer{{Name: "pipeline", Egress: []*pb.GrantKey{{Text: "api.github.com:443", Pos: &pb.Pos{File: "p.yaml", Line: 7, Col: 5}}}}}
-	_, err := build("/usr/bin/bwrap", "0.8.0", f.spec)
+	_, err := build("/usr/bin/bwrap", "0.8.0", f.spec, socketScan{})
 	if !errors.Is(err, sdk.ErrInvalidConfig) || !strings.Contains(err.Error(), "egress is not supported yet") || !strings.Contains(err.Error(), "p.yaml:7:5") {
 		t.Fatalf("egress: %v", err)
 	}
@@ -94,7 +94,7 @@ func TestPlanRefusesBadSpecs(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, "true")
 			mutate(f)
-			if _, err := build("/usr/bin/bwrap", "0.8.0", f.spec); !errors.Is(err, sdk.ErrInvalidConfig) {
+			if _, err := build("/usr/bin/bwrap", "0.8.0", f.spec, socketScan{}); !errors.Is(err, sdk.ErrInvalidConfig) {
 				t.Fatalf("want ErrInvalidConfig, got %v", err)
 			}
 		})
@@ -115,7 +115,7 @@ func TestPlanGrantedPaths(t *testing.T) {
 		Read:  []*pb.GrantKey{{Text: "~/go/pkg/mod"}, {Text: "/usr/share"}, {Text: "~/absent"}, {Text: f.priv}},
 		Write: []*pb.GrantKey{{Text: cache}, {Text: f.gitDir}},
 	}}
-	plan, err := build("/usr/bin/bwrap", "0.8.0", f.spec)
+	plan, err := build("/usr/bin/bwrap", "0.8.0", f.spec, socketScan{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,3 +135,5 @@ func TestPlanGrantedPaths(t *testing.T) {
 		t.Errorf("the re-exposed path is not bound after the private home: %s", argv)
 	}
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

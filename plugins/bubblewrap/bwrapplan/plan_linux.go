@@ -29,7 +29,11 @@ func (p *Plugin) Plan(ctx context.Context, spec *sdk.LaunchSpec) (*sdk.LaunchPla
 	if err != nil {
 		return nil, err
 	}
-	return build(path, version, spec)
+	scan, err := scanSockets("/proc/net/unix")
+	if err != nil {
+		return nil, err
+	}
+	return build(path, version, spec, scan)
 }
 
 // versionOf reads bwrap's version once per configuration.

@@ -15,7 +15,11 @@
 //   - each call directory bound writable at /dev/<name>, the environment's
 //     values that name it (TMPDIR, TMP, TEMP…) rewritten to that path;
 //   - the private root and every spec.cover path covered with an empty
-//     read-only file system.
+//     read-only file system;
+//   - every host Unix socket file the view shows masked with /dev/null
+//     (connect answers ECONNREFUSED), ranked and capped as spec 001 "Host
+//     services" says; the call directories' sockets (the runtime's own)
+//     stay connectable.
 //
 // bwrap cannot filter exec: exec is audited only, and the capabilities say
 // so (filters_exec false).
@@ -75,7 +79,7 @@ func (*Plugin) Describe() sdk.Description {
 		WithSchema: withSchema,
 		Platforms:  []*sdk.Platform{{Goos: "linux"}},
 		Capabilities: &sdk.Capabilities{Confine: &pb.ConfineCapabilities{
-			MasksUnixSockets: false,
+			MasksUnixSockets: true,
 			FiltersExec:      false,
 			ReadonlyHostRoot: true,
 			PrivateHome:      true,
