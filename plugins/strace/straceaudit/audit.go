@@ -73,7 +73,7 @@ func (a *Audit) Judge(ctx context.Context, obs *sdk.Observations) (*sdk.Findings
 	if err != nil {
 		return nil, err
 	}
-	j := &trace.Judge{Table: table, Target: spec.GetArgv(), Map: SandboxMap(spec), Cwd: spec.GetDir()}
+	j := &trace.Judge{Table: table.Files, Exec: table.Exec, Real: hostReal, Target: spec.GetArgv(), Map: SandboxMap(spec), Cwd: spec.GetDir()}
 	var rep trace.Report
 	n := 0
 	for {
@@ -135,7 +135,7 @@ func failed(f *sdk.Findings, why string) *sdk.Findings {
 // Table compiles the launch's grant table: the layers of the spec and the
 // places of the sandbox (the workspace at its own path, the call directories,
 // the private home at the home path, the covered paths hidden).
-func Table(spec *pb.LaunchSpec) (*grant.FileTable, error) {
+func Table(spec *pb.LaunchSpec) (grant.Table, error) {
 	places := grant.Places{Workspace: spec.GetWorkspace(), PrivateHome: spec.GetHome(), Hidden: spec.GetCover()}
 	for _, d := range spec.GetCallDirs() {
 		places.CallDirs = append(places.CallDirs, d.GetHostPath())
@@ -149,9 +149,21 @@ func Table(spec *pb.LaunchSpec) (*grant.FileTable, error) {
 	}
 	t, err := grant.Compile(places, grant.Tools{}, layers...)
 	if err != nil {
-		return nil, fmt.Errorf("strace: unable to compile the grants: %w", err)
+		return grant.Table{}, fmt.Errorf("strace: unable to compile the grants: %w", err)
 	}
-	return t.Files, nil
+	return t, nil
+}
+
+// hostReal is the real path of p on the host, "" when it cannot be read.
+// The sandbox's root is the host's, read-only, so a system path's links are
+// the host's; a link the target made and removed reads as "" and its
+// access is judged by its spelling.
+func hostReal(p string) string {
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return ""
+	}
+	return r
 }
 
 // SandboxMap maps a path in the sandbox's view to the host's: a call

@@ -33,15 +33,25 @@ func spec(t *testing.T, ws string, argv ...string) *pb.LaunchSpec {
 // run wraps the plan, runs it as the core would and judges its trace.
 func run(t *testing.T, s *pb.LaunchSpec, mutate func(trace []byte) []byte) *sdk.Findings {
 	t.Helper()
+	return runMutated(t, s, s.Argv, mutate)
+}
+
+func runPlan(t *testing.T, s *pb.LaunchSpec, plan []string) *sdk.Findings {
+	t.Helper()
+	return runMutated(t, s, plan, nil)
+}
+
+func runMutated(t *testing.T, s *pb.LaunchSpec, plan []string, mutate func(trace []byte) []byte) *sdk.Findings {
+	t.Helper()
 	a := straceaudit.New()
 	ctx := context.Background()
 	dir := t.TempDir()
-	res, err := a.Wrap(ctx, &sdk.WrapRequest{Spec: s, Plan: &pb.LaunchPlan{Argv: s.Argv, Dir: s.Dir}, TraceDir: dir})
+	res, err := a.Wrap(ctx, &sdk.WrapRequest{Spec: s, Plan: &pb.LaunchPlan{Argv: plan, Dir: s.Dir}, TraceDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	argv := res.GetPlan().GetArgv()
-	if argv[0] != "strace" || argv[len(argv)-len(s.Argv)-1] != "--" {
+	if argv[0] != "strace" || argv[len(argv)-len(plan)-1] != "--" {
 		t.Fatalf("plan %q", argv)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)

@@ -46,6 +46,14 @@ type Judge struct {
 	Map func(string) string
 	// Cwd is the working directory of the first process.
 	Cwd string
+	// Exec, when set, judges an exec with the spelling it was started by
+	// and its real path (grant.ExecTable); Real, when set, gives the real
+	// path of a host path ("" when unknown) for calls whose trace names no
+	// file reached (an exec, a stat).
+	Exec interface {
+		Decide(grant.Program) grant.Decision
+	}
+	Real func(string) string
 
 	procs    map[int]*proc
 	pending  map[int]Line // unfinished calls, by pid
@@ -458,11 +466,13 @@ func (j *Judge) judgePath(p *proc, pid int, name string, args []string, s pathSp
 	switch {
 	case spelled == "" && (name == "execveat" || strings.HasSuffix(name, "at") || name == "statx"):
 		// AT_EMPTY_PATH: the descriptor itself (an exec of a descriptor).
+		if name == "execveat" {
+			// An exec of a descriptor itself is listed: it leads anywhere.
+			j.judge(pid, name, spelled, []string{"/proc/self/fd/" + strings.TrimSpace(strings.SplitN(args[s.dirfd], "<", 2)[0])}, op, res)
+			return
+		}
 		if fd, fok := ParseFd(args[s.dirfd]); fok && fd.Path != "" {
 			cands = append(cands, fd.Path)
-			if name == "execveat" {
-				cands = append(cands, "/proc/self/fd/"+fmt.Sprint(fd.N))
-			}
 		} else {
 			cands = append(cands, "/proc/self/fd/"+strings.TrimSpace(args[s.dirfd]))
 		}
@@ -476,11 +486,12 @@ func (j *Judge) judgePath(p *proc, pid int, name string, args []string, s pathSp
 		// unresolved rather than skip it.
 		cands = append(cands, spelled)
 	}
+	real := ""
 	if op != grant.OpExec && res.Fd.Path != "" && strings.HasPrefix(res.Fd.Path, "/") &&
 		(name == "open" || name == "openat" || name == "openat2" || name == "creat") {
-		cands = append(cands, res.Fd.Path) // the file the kernel reached, after every link
+		real = j.mapped(res.Fd.Path) // the file the kernel reached, after every link
 	}
-	j.judge(pid, name, spelled, cands, op, res)
+	j.judgeReal(pid, name, spelled, cands, real, op, res)
 }
 
 func join(base, p string) string {
@@ -500,34 +511,86 @@ func resultText(res Result) string {
 	return "0"
 }
 
-// judge lists the access when any spelling of it is denied: the kernel's
-// path as written, its lexical form and the file the call reached.
+func (j *Judge) mapped(p string) string {
+	if j.Map != nil {
+		return j.Map(p)
+	}
+	return p
+}
+
+// judge lists the access when any of its spellings is denied (a connection's
+// path as given and its lexical form).
 func (j *Judge) judge(pid int, name, spelled string, cands []string, op grant.Op, res Result) {
 	for _, c := range cands {
-		host := c
-		if j.Map != nil {
-			host = j.Map(c)
-		}
-		d := j.Table.Access(host, op)
-		if d.Allowed() {
-			continue
-		}
-		k := findingKey{host, op}
-		if i, ok := j.found[k]; ok {
-			j.out[i].Count++
+		host := j.mapped(c)
+		if d := j.Table.Access(host, op); !d.Allowed() {
+			j.list(pid, name, spelled, host, op, res, d)
 			return
 		}
-		f := Finding{Path: host, Op: op, Syscall: name, Pid: pid, Result: resultText(res), Reason: d.Reason, Count: 1}
-		if d.Rule.Kind != grant.RuleNone {
-			f.Rule = d.String()
+	}
+}
+
+// judgeReal judges a file access by the file it reached and the spellings
+// that reached it. The real path is the one -y printed for the returned
+// descriptor, else Real's answer. The access is listed when
+//   - the real file is denied (a link of the target's leads outside), or
+//   - a spelling is denied by a rule that speaks to it (a hidden place, a
+//     /proc magic link: they lead anywhere, whatever they led to this time), or
+//   - no real path is known and a spelling is denied.
+//
+// A spelling that no rule matches but that reached an allowed file (/lib/x
+// reaching /usr/lib/x through the system's own link) is not listed. An exec
+// is judged by the exec table with the spelling it was started by and its
+// real path (Exec), or by Access when Exec is nil.
+func (j *Judge) judgeReal(pid int, name, spelled string, cands []string, real string, op grant.Op, res Result) {
+	if last := cands[len(cands)-1]; real == "" && j.Real != nil && strings.HasPrefix(last, "/") &&
+		!strings.HasPrefix(last, "/proc/") && !strings.HasPrefix(last, "/dev/fd/") {
+		real = j.Real(j.mapped(cands[len(cands)-1]))
+	}
+	if op == grant.OpExec && j.Exec != nil && len(cands) > 0 {
+		path := j.mapped(cands[len(cands)-1])
+		r := real
+		if r == "" {
+			r = path
 		}
-		if spelled != host {
-			f.Spelled = spelled
+		if d := j.Exec.Decide(grant.FileProgram(path, r)); !d.Allowed() {
+			j.list(pid, name, spelled, path, op, res, d)
 		}
-		j.found[k] = len(j.out)
-		j.out = append(j.out, f)
 		return
 	}
+	if real != "" {
+		if d := j.Table.Access(real, op); !d.Allowed() {
+			j.list(pid, name, spelled, real, op, res, d)
+			return
+		}
+	}
+	for _, c := range cands {
+		host := j.mapped(c)
+		d := j.Table.Access(host, op)
+		if d.Allowed() || (real != "" && d.Rule.Kind == grant.RuleNone) {
+			continue
+		}
+		j.list(pid, name, spelled, host, op, res, d)
+		return
+	}
+}
+
+// list records a denied access once per (path, op), counting repeats.
+func (j *Judge) list(pid int, name, spelled, host string, op grant.Op, res Result, d grant.Decision) {
+	k := findingKey{host, op}
+	if i, ok := j.found[k]; ok {
+		j.out[i].Count++
+		return
+	}
+	f := Finding{Path: host, Op: op, Syscall: name, Pid: pid, Result: resultText(res), Reason: d.Reason, Count: 1}
+	if d.Rule.Kind != grant.RuleNone {
+		f.Rule = d.String()
+	}
+	if spelled != host {
+		f.Spelled = spelled
+	}
+	j.found[k] = len(j.out)
+	j.out = append(j.out, f)
 }
 
 // connect lists a connection or datagram to a Unix socket file that the

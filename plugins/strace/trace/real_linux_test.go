@@ -39,19 +39,22 @@ func runStrace(t *testing.T, dir string, argv ...string) []byte {
 }
 
 // table grants the system, /etc and the given workspace.
-func table(t *testing.T, ws string) *grant.FileTable {
+func table(t *testing.T, ws string) grant.Table {
 	t.Helper()
 	l := grant.Layer{Name: "pipeline", Exec: grant.ExecSpec{Allow: []grant.Spec{{Text: "@system"}}}}
 	tb, err := grant.Compile(grant.Places{Workspace: ws, ExtraRead: []string{"/etc", "/proc/self", "/dev/null"}}, grant.Tools{}, l)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tb.Files
+	return tb
 }
 
-func judge(t *testing.T, tb *grant.FileTable, cwd string, target []string, tr []byte) trace.Report {
+func judge(t *testing.T, tb grant.Table, cwd string, target []string, tr []byte) trace.Report {
 	t.Helper()
-	j := &trace.Judge{Table: tb, Target: target, Cwd: cwd}
+	j := &trace.Judge{Table: tb.Files, Exec: tb.Exec, Target: target, Cwd: cwd, Real: func(p string) string {
+		r, _ := filepath.EvalSymlinks(p)
+		return r
+	}}
 	rep := j.Read(bytes.NewReader(tr))
 	if rep.Error != "" {
 		t.Fatalf("trace is no evidence: %s\n%s", rep.Error, tail(tr))
@@ -61,7 +64,7 @@ func judge(t *testing.T, tb *grant.FileTable, cwd string, target []string, tr []
 
 func has(rep trace.Report, path string, op grant.Op) *trace.Finding {
 	for i, f := range rep.Findings {
-		if f.Path == path && f.Op == op {
+		if (f.Path == path || f.Spelled == path) && f.Op == op {
 			return &rep.Findings[i]
 		}
 	}
@@ -111,6 +114,10 @@ os.close(os.open("new",os.O_WRONLY|os.O_CREAT,0o600,dir_fd=fd))
 		{"hostile name", []string{"/bin/cat", hostile}, ws, []string{hostile}, nil},
 		{"proc self root", []string{"/bin/cat", "/proc/self/root" + secret}, ws, []string{"/proc/self/root" + secret}, nil},
 		{"granted", []string{"/bin/cat", filepath.Join(ws, "x")}, ws, nil, []string{filepath.Join(ws, "x")}},
+		{"proc self root, granted file", []string{"/bin/cat", "/proc/self/root" + filepath.Join(ws, "x")}, ws, []string{"/proc/self/root" + filepath.Join(ws, "x")}, nil},
+		{"proc self cwd", []string{"/bin/cat", "/proc/self/cwd/x"}, ws, []string{"/proc/self/cwd/x"}, nil},
+		{"proc self fd", []string{"/bin/sh", "-c", "exec 3<x; cat /proc/self/fd/3"}, ws, []string{"/proc/self/fd/3"}, nil},
+		{"link to a host file", []string{"/bin/sh", "-c", "ln -s " + secret + " lnk && cat lnk && rm lnk"}, ws, []string{secret}, nil},
 	}
 	os.WriteFile(filepath.Join(ws, "x"), []byte("x"), 0o600)
 	tb := table(t, ws)
@@ -129,6 +136,9 @@ os.close(os.open("new",os.O_WRONLY|os.O_CREAT,0o600,dir_fd=fd))
 				if has(rep, p, op) == nil {
 					t.Errorf("%s %q not listed; findings %+v", op, p, rep.Findings)
 				}
+			}
+			if len(c.listed) == 0 && len(rep.Findings) != 0 {
+				t.Errorf("listed %+v", rep.Findings)
 			}
 			for _, p := range c.not {
 				for _, f := range rep.Findings {
