@@ -295,9 +295,12 @@ type SocketFacts struct {
 	// SocketsLeftReachable counts the socket files the scan found that stay
 	// connectable: past the room (only files beside a listed path, never a
 	// listed one), or with a path the plan cannot name.
-	SocketsLeftReachable int      `json:"socketsLeftReachable"`
-	Room                 int      `json:"room"`
-	Paths                []string `json:"paths"`
+	SocketsLeftReachable int `json:"socketsLeftReachable"`
+	Room                 int `json:"room"`
+	// Unreachable are socket files beneath a directory the sandbox's user
+	// cannot search: they need no mask.
+	Unreachable int      `json:"unreachable"`
+	Paths       []string `json:"paths"`
 }
 
 // maskSockets returns the mounts that mask every host socket file the view
@@ -318,7 +321,7 @@ func maskSockets(scan socketScan, ms []mount, calls []CallDirFact, uid uint32, u
 		want = append(want, s)
 	}
 	ranked := rankSockets(want, uid)
-	facts := SocketFacts{Room: room, SocketsLeftReachable: scan.Unmaskable, Paths: []string{}}
+	facts := SocketFacts{Room: room, SocketsLeftReachable: scan.Unmaskable, Unreachable: scan.Unreachable, Paths: []string{}}
 	if len(ranked) > room {
 		for _, s := range ranked[room:] {
 			if s.Listed {

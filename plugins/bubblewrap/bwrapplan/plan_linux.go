@@ -29,7 +29,7 @@ func (p *Plugin) Plan(ctx context.Context, spec *sdk.LaunchSpec) (*sdk.LaunchPla
 	if err != nil {
 		return nil, err
 	}
-	scan, err := scanSockets("/proc/net/unix")
+	scan, err := scanSockets("/proc/net/unix", callerCred())
 	if err != nil {
 		return nil, err
 	}

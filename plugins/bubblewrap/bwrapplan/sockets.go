@@ -46,6 +46,9 @@ type socketScan struct {
 	// Unmaskable counts sockets the plan cannot name: a path that is not
 	// UTF-8 or holds a line break.
 	Unmaskable int
+	// Unreachable counts sockets beneath a directory the sandbox's user
+	// cannot search: the target cannot reach them, so they take no room.
+	Unreachable int
 }
 
 // parseUnixTable returns the bound paths of /proc/net/unix (abstract

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -33,6 +34,9 @@ func TestViewUnprivileged(t *testing.T) {
 		}
 	}
 	uid, gid := nobody.Uid, nobody.Gid
+	nuid, _ := strconv.Atoi(uid)
+	ngid, _ := strconv.Atoi(gid)
+	f.cred = &cred{uid: uint32(nuid), groups: []uint32{uint32(ngid)}}
 	for _, d := range []string{f.ws, f.call, f.home} {
 		if err := exec.Command("chown", uid+":"+gid, d).Run(); err != nil {
 			t.Fatal(err)
