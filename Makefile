@@ -6,7 +6,7 @@ PLUGINS := workspace scorer seal
 VERSION ?= 0.1.0-dev
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build deps demo test test-unit test-darwin lint bench proto clean
+.PHONY: all build deps demo test test-unit test-unprivileged test-darwin lint bench proto clean
 
 all: build
 
@@ -25,21 +25,31 @@ deps:
 demo: deps build
 	$(BIN)/warden run pipelines/demo.yaml
 
-# Everything CI proves: formatting, vet (Linux and darwin), the darwin
-# build, and the whole test suite against the built binaries.
-test: deps build lint test-darwin test-unit
+# Everything CI proves: formatting, vet and staticcheck (Linux and darwin),
+# the darwin build, the whole test suite against the built binaries, and,
+# run as root, the host-touching suites again as an unprivileged user.
+test: deps build lint test-darwin test-unit test-unprivileged
+
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	GOBIN=$(CURDIR)/$(BIN)/tools $(GO) install $(STATICCHECK)
+	$(BIN)/tools/staticcheck ./...
 
-test-darwin:
+test-darwin: lint
 	GOOS=darwin $(GO) build ./...
 	GOOS=darwin $(GO) vet ./...
+	GOOS=darwin $(BIN)/tools/staticcheck ./...
 
 test-unit:
 	WARDEN_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 10m ./...
+
+test-unprivileged: build
+	@if [ "$$(id -u)" = 0 ]; then sh scripts/test-unprivileged.sh; \
+	else echo "test-unprivileged: already unprivileged; the suite above ran as $$(id -un)"; fi
 
 bench: build
 	WARDEN_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchtime 20x ./core/... ./cmd/...
