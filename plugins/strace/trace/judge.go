@@ -415,6 +415,9 @@ func (j *Judge) track(p *proc, pid int, name string, args []string, res Result) 
 			for _, a := range args {
 				a = strings.TrimPrefix(strings.TrimSpace(a), "{")
 				if v, found := strings.CutPrefix(a, "flags="); found {
+					if k := strings.IndexAny(v, ",}"); k >= 0 {
+						v = v[:k]
+					}
 					if f, fok := ParseFlags(v, map[string]uint64{"CLONE_FS": cloneFS}); fok && f&cloneFS != 0 {
 						shared = true
 					}

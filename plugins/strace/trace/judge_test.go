@@ -1,0 +1,159 @@
+package trace
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/warden-run/warden/core/grant"
+)
+
+// allowUnder allows every op beneath its prefixes, like a table with a
+// workspace; /proc/self/root is denied by a rule that speaks, like the
+// grant package's magic-link rule.
+type allowUnder []string
+
+func (a allowUnder) Access(p string, op grant.Op) grant.Decision {
+	d := grant.Decision{Subject: p, Op: op, Verdict: grant.Deny, Reason: "no match denies"}
+	if strings.HasPrefix(p, "/proc/self/root") {
+		d.Rule = grant.Rule{Kind: grant.RuleSpecial}
+		return d
+	}
+	for _, x := range a {
+		if p == x || strings.HasPrefix(p, x+"/") {
+			d.Verdict = grant.Allow
+		}
+	}
+	return d
+}
+
+func run(t *testing.T, lines ...string) Report {
+	t.Helper()
+	j := &Judge{Table: allowUnder{"/ws", "/usr", "/bin", "/lib"}, Cwd: "/ws"}
+	rep := j.Read(strings.NewReader(strings.Join(lines, "\n") + "\n"))
+	return rep
+}
+
+const start = `10  execve("/bin/t", ["t"], 0x0 /* 1 vars */) = 0`
+
+func paths(r Report) []string {
+	var out []string
+	for _, f := range r.Findings {
+		out = append(out, f.Op.String()+" "+f.Path)
+	}
+	return out
+}
+
+func TestJudge(t *testing.T) {
+	cases := []struct {
+		name  string
+		lines []string
+		want  []string
+	}{
+		{"ungranted read", []string{start, `10  openat(-100</ws>, "/etc/shadow", 0) = 3</etc/shadow>`}, []string{"read /etc/shadow"}},
+		{"granted read", []string{start, `10  openat(-100</ws>, "a", 0) = 3</ws/a>`}, nil},
+		{"not found", []string{start, `10  openat(-100</ws>, "/etc/x", 0) = -1 ENOENT (No such file or directory)`,
+			`10  stat("/etc/y/z", 0x1) = -1 ENOTDIR (Not a directory)`}, nil},
+		{"refused", []string{start, `10  openat(-100</ws>, "/etc/x", 0) = -1 EACCES (Permission denied)`,
+			`10  mkdir("/etc/d", 0777) = -1 EROFS (Read-only file system)`}, []string{"read /etc/x", "write /etc/d"}},
+		{"write by flags", []string{start, `10  openat(-100</ws>, "/etc/w", 0x241, 0666) = 3</etc/w>`}, []string{"write /etc/w"}},
+		{"write into the workspace", []string{start, `10  openat(-100</ws>, "w", 0x241, 0666) = 3</ws/w>`}, nil},
+		{"before the start", []string{`10  openat(-100</>, "/etc/shadow", 0) = 3</etc/shadow>`, `10  mount("/etc", "/newroot/etc", NULL, 0x1000, NULL) = 0`, start}, nil},
+		{"no start", []string{`10  openat(-100</>, "/etc/shadow", 0) = 3</etc/shadow>`}, nil},
+		{"relative after chdir", []string{start, `10  chdir("/etc") = 0`, `10  stat("passwd", 0x1) = 0`}, []string{"read /etc", "read /etc/passwd"}},
+		{"relative after fchdir", []string{start, `10  fchdir(3</etc>) = 0`, `10  stat("passwd", 0x1) = 0`}, []string{"read /etc/passwd"}},
+		{"dirfd", []string{start, `10  openat(4</etc>, "passwd", 0) = 3</etc/passwd>`}, []string{"read /etc/passwd"}},
+		{"link to the outside", []string{start, `10  openat(-100</ws>, "lnk", 0) = 3</etc/passwd>`}, []string{"read /etc/passwd"}},
+		{"system link", []string{start, `10  openat(-100</ws>, "/lib/libc.so", 0) = 3</usr/lib/libc.so>`}, nil},
+		{"proc self root", []string{start, `10  openat(-100</ws>, "/proc/self/root/ws/a", 0) = 3</ws/a>`}, []string{"read /proc/self/root/ws/a"}},
+		{"dotdot", []string{start, `10  stat("/ws/../etc/passwd", 0x1) = 0`}, []string{"read /etc/passwd"}},
+		{"child inherits cwd", []string{start, `10  chdir("/etc") = 0`, `10  vfork( <unfinished ...>`, `11  stat("passwd", 0x1) = 0`,
+			`10  <... vfork resumed>) = 11`}, []string{"read /etc", "read /etc/passwd"}},
+		{"clone in a pid namespace", []string{start, `10  chdir("/etc") = 0`,
+			`10  clone(child_stack=NULL, flags=0x1200000|17) = 2 /* 12 in strace's PID NS */`, `10  chdir("/ws") = 0`, `12  stat("passwd", 0x1) = 0`}, []string{"read /etc", "read /etc/passwd"}},
+		{"threads share cwd", []string{start, `10  clone3({flags=0x3d0f00, exit_signal=0} => {parent_tid=[13]}, 88) = 13`,
+			`13  chdir("/etc") = 0`, `10  stat("passwd", 0x1) = 0`}, []string{"read /etc", "read /etc/passwd"}},
+		{"fork copies cwd", []string{start, `10  clone(child_stack=NULL, flags=0x1200000|17) = 14`,
+			`14  chdir("/etc") = 0`, `10  stat("passwd", 0x1) = 0`}, []string{"read /etc"}},
+		{"unfinished at the end", []string{start, `10  openat(-100</ws>, "/etc/fifo", 0 <unfinished ...>`}, []string{"read /etc/fifo"}},
+		{"killed inside a call", []string{start, `10  openat(-100</ws>, "/etc/fifo", 0 <unfinished ...>`, `10  +++ killed by SIGKILL +++`}, []string{"read /etc/fifo"}},
+		{"exec denied", []string{start, `10  execve("/opt/evil", ["evil"], 0x0 /* 1 vars */) = 0`}, []string{"exec /opt/evil"}},
+		{"exec of a descriptor", []string{start, `10  execveat(3</ws/a>, "", [""], 0x0 /* 1 vars */, 0x1000) = 0`}, []string{"exec /proc/self/fd/3"}},
+		{"connect", []string{start,
+			`10  connect(3<socket:[1]>, {sa_family=0x1, sun_path="/run/host.sock"}, 110) = 0`,
+			`10  connect(3<socket:[1]>, {sa_family=0x1, sun_path="/run/refused.sock"}, 110) = -1 ECONNREFUSED (Connection refused)`,
+			`10  connect(3<socket:[1]>, {sa_family=0x1, sun_path=@"abstract"}, 110) = 0`,
+			`10  connect(3<socket:[1]>, {sa_family=0x1, sun_path="/ws/mine.sock"}, 110) = 0`,
+			`10  sendto(4<socket:[2]>, "x", 1, 0, {sa_family=0x1, sun_path="/run/full.sock"}, 14) = -1 EAGAIN (Resource temporarily unavailable)`,
+			`10  sendmsg(4<socket:[2]>, {msg_name={sa_family=0x1, sun_path="/run/msg.sock"}, msg_namelen=16}, 0) = 1`,
+			`10  connect(5<socket:[3]>, {sa_family=0x1, sun_path="/run/wait.sock"}, 110 <unfinished ...>`,
+		}, []string{"connect /run/host.sock", "connect /run/full.sock", "connect /run/msg.sock", "connect /run/wait.sock"}},
+		{"bind mount", []string{start, `10  mount("/etc", "/ws/m", NULL, 0x1000, NULL) = 0`, `10  mount("proc", "/ws/p", "proc", 0xe, NULL) = 0`,
+			`10  mount("/ws/a", "/ws/b", NULL, 0x1000, NULL) = 0`}, []string{"mount /etc"}},
+		{"hostile name", []string{start, `10  openat(-100<\x2f\x77\x73>, "\x2e\x2e\x2f\x61\x0a\x22\xff", 0) = 3<\x2f\x61\x0a\x22\xff>`}, []string{"read /a\n\"\xff"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rep := run(t, c.lines...)
+			if c.name == "no start" {
+				if rep.Started || rep.Error == "" {
+					t.Fatalf("a trace without the target's start is evidence: %+v", rep)
+				}
+				return
+			}
+			if rep.Error != "" {
+				t.Fatal(rep.Error)
+			}
+			got := paths(rep)
+			if strings.Join(got, "|") != strings.Join(c.want, "|") {
+				t.Errorf("listed %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestJudgeCounts(t *testing.T) {
+	rep := run(t, start, `10  openat(-100</ws>, "/etc/x", 0) = 3</etc/x>`, `11  openat(-100</ws>, "/etc/x", 0) = 3</etc/x>`)
+	if len(rep.Findings) != 1 || rep.Findings[0].Count != 2 || rep.Findings[0].Pid != 10 || rep.Findings[0].Syscall != "openat" {
+		t.Fatalf("%+v", rep.Findings)
+	}
+}
+
+func TestJudgeNoEvidence(t *testing.T) {
+	for name, text := range map[string]string{
+		"cut short":     start + "\n" + `10  openat(-100</ws>, "/etc/x", 0) = 3</e`,
+		"garbage":       start + "\nnot a line\n",
+		"orphan resume": start + "\n10  <... openat resumed>) = 0\n",
+		"wrong resume":  start + "\n10  openat(-100</ws>, \"x\", 0 <unfinished ...>\n10  <... stat resumed>) = 0\n",
+		"empty":         "",
+		"only bwrap":    `10  execve("/usr/bin/bwrap", ["bwrap"], 0x0 /* 1 vars */) = 0` + "\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			j := &Judge{Table: allowUnder{}, Target: []string{"t"}}
+			if name == "only bwrap" {
+				j.Target = []string{"x"}
+			}
+			if rep := j.Read(strings.NewReader(text)); rep.Error == "" {
+				t.Fatalf("no error: %+v", rep)
+			}
+		})
+	}
+}
+
+func TestTargetStartUnderBwrap(t *testing.T) {
+	lines := []string{
+		`20  execve("/usr/bin/bwrap", ["bwrap", "--", "sh", "-c", "x"], 0x0 /* 1 vars */) = 0`,
+		`20  clone(child_stack=NULL, flags=0x30020000|17) = 21`,
+		`21  mount("/oldroot/etc", "/newroot/etc", NULL, 0xd000, NULL) = 0`,
+		`21  clone(child_stack=NULL, flags=0x1200000|17) = 2 /* 22 in strace's PID NS */`,
+		`22  execve("/usr/local/bin/sh", ["sh", "-c", "x"], 0x0 /* 1 vars */) = -1 ENOENT (No such file or directory)`,
+		`22  execve("/usr/bin/sh", ["sh", "-c", "x"], 0x0 /* 1 vars */) = 0`,
+		`22  openat(-100</ws>, "/etc/shadow", 0) = 3</etc/shadow>`,
+		`21  openat(-100</>, "/etc/bwrap-own", 0) = 3</etc/bwrap-own>`,
+		`22  +++ exited with 0 +++`,
+	}
+	j := &Judge{Table: allowUnder{"/usr", "/ws"}, Target: []string{"sh", "-c", "x"}}
+	rep := j.Read(strings.NewReader(strings.Join(lines, "\n") + "\n"))
+	if rep.Error != "" || strings.Join(paths(rep), "|") != "read /etc/shadow" {
+		t.Fatalf("%+v", rep)
+	}
+}
