@@ -2,6 +2,7 @@ package trace_test
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -176,4 +177,87 @@ func tail(b []byte) []byte {
 		return b[len(b)-3000:]
 	}
 	return b
+}
+
+func TestRealConnect(t *testing.T) {
+	py := python(t)
+	host := t.TempDir()
+	sock := filepath.Join(host, "host.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	gone := filepath.Join(host, "gone.sock")
+	ws := t.TempDir()
+	script := `import socket,sys
+for p in sys.argv[1:]:
+    s=socket.socket(socket.AF_UNIX)
+    try: s.connect(p)
+    except OSError: pass
+    s.close()
+s=socket.socket(socket.AF_UNIX)
+try: s.connect("\0abstract-warden")
+except OSError: pass
+`
+	argv := []string{py, "-c", script, sock, gone}
+	rep := judge(t, table(t, ws), ws, argv, runStrace(t, ws, argv...))
+	if f := has(rep, sock, grant.OpConnect); f == nil || f.Syscall != "connect" || f.Result != "0" {
+		t.Errorf("connection to a host socket not listed: %+v", rep.Findings)
+	}
+	for _, f := range rep.Findings {
+		if f.Op == grant.OpConnect && f.Path != sock {
+			t.Errorf("listed %+v", f)
+		}
+	}
+}
+
+// TestRealProcesses: a target of forks, vforks and threads, each reading
+// a host file of its own; every read is listed.
+func TestRealProcesses(t *testing.T) {
+	py := python(t)
+	host := t.TempDir()
+	var files []string
+	for _, n := range []string{"main", "thread", "fork", "vfork-sh", "grandchild"} {
+		p := filepath.Join(host, n)
+		os.WriteFile(p, []byte(n), 0o600)
+		files = append(files, p)
+	}
+	script := `import os,sys,threading,subprocess
+main,thread,fork,vsh,grand=sys.argv[1:]
+open(main).read()
+t=threading.Thread(target=lambda: open(thread).read()); t.start(); t.join()
+pid=os.fork()
+if pid==0:
+    open(fork).read()
+    if os.fork()==0:
+        os.chdir(os.path.dirname(grand)); open(os.path.basename(grand)).read(); os._exit(0)
+    os.wait(); os._exit(0)
+os.waitpid(pid,0)
+subprocess.run(["/bin/sh","-c","cat "+vsh+" >/dev/null"])
+`
+	ws := t.TempDir()
+	argv := append([]string{py, "-c", script}, files...)
+	rep := judge(t, table(t, ws), ws, argv, runStrace(t, ws, argv...))
+	pids := map[int]bool{}
+	for _, p := range files {
+		f := has(rep, p, grant.OpRead)
+		if f == nil {
+			t.Errorf("%s not listed: %+v", p, rep.Findings)
+			continue
+		}
+		pids[f.Pid] = true
+	}
+	if len(pids) < 4 {
+		t.Errorf("reads from %d processes, want at least 4 (main and thread may share one): %+v", len(pids), rep.Findings)
+	}
 }
