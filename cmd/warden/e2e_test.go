@@ -589,3 +589,40 @@ func TestScoreTimeoutFromWith(t *testing.T) {
 		t.Fatalf("the evaluator's time limit was not applied: the run took %v", d)
 	}
 }
+
+func TestRunWritesSARIF(t *testing.T) {
+	dir, p := project(t, "[sh, solve.sh]", "[sh, eval/check.sh]", "")
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, []byte(strings.Replace(string(b), `allow: ["@system"]`, `allow: [/usr/bin/git]`, 1)), 0o644)
+	r := warden(t, dir, "run", "--json", p)
+	r.want(t, 3)
+	var sum struct{ RunDir string }
+	must(t, json.Unmarshal([]byte(r.stdout), &sum))
+	raw, err := os.ReadFile(filepath.Join(sum.RunDir, "audit.sarif"))
+	must(t, err)
+	var log struct {
+		Version string
+		Runs    []struct {
+			Results []struct {
+				RuleID    string
+				Message   struct{ Text string }
+				Locations []struct {
+					PhysicalLocation struct {
+						ArtifactLocation struct{ URI string }
+						Region           struct{ StartLine, StartColumn int }
+					}
+				}
+			}
+		}
+	}
+	must(t, json.Unmarshal(raw, &log))
+	if log.Version != "2.1.0" || len(log.Runs) != 1 || len(log.Runs[0].Results) != 1 {
+		t.Fatalf("sarif: %s", raw)
+	}
+	res := log.Runs[0].Results[0]
+	loc := res.Locations[0].PhysicalLocation
+	if res.RuleID != "warden/access-exec" || !strings.Contains(res.Message.Text, "/usr/bin/dash") ||
+		!strings.HasSuffix(loc.ArtifactLocation.URI, "p.yaml") || loc.Region.StartLine != 9 {
+		t.Fatalf("sarif result %+v", res)
+	}
+}

@@ -31,7 +31,7 @@ func runCommand() *cli.Command {
 			defer stop()
 			sum, err := engine.Run(ctx, engine.Options{
 				Pipeline: c.Args().First(), Policy: c.String("policy"), RunsDir: c.String("runs-dir"),
-				Stream: c.Bool("stream"), Stdout: c.App.Writer, Stderr: c.App.ErrWriter, LogLevel: c.String("log-level"),
+				Stream: c.Bool("stream"), Stdout: c.App.Writer, Stderr: c.App.ErrWriter, LogLevel: c.String("log-level"), Version: version,
 			})
 			if c.Bool("json") {
 				b, _ := json.MarshalIndent(sum, "", "  ")

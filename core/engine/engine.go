@@ -41,6 +41,7 @@ type Options struct {
 	Stdout     io.Writer
 	Stderr     io.Writer // progress lines
 	LogLevel   string    // WARDEN_LOG for plugins and the core's logger
+	Version    string    // warden's version, for the records
 	// PrivateBase overrides /tmp as the private root's base (tests only).
 	PrivateBase string
 }
@@ -172,6 +173,13 @@ func (r *run) execute(ctx context.Context) (err error) {
 	return r.score(ctx)
 }
 
+// writeSARIF writes the observed accesses as audit.sarif, every result
+// pointing at the pipeline's grants.
+func (r *run) writeSARIF() error {
+	pos := r.p.Grants.Pos
+	return r.w.WriteJSON("audit.sarif", auditSARIF(&r.rec, r.opts.Version, sarifURI(r.p.Path, r.p.Repo), pos.Line, pos.Col))
+}
+
 func (r *run) loadPolicy() error {
 	path := r.opts.Policy
 	if path == "" {
@@ -299,7 +307,14 @@ func (r *run) finish(err error) (Summary, error) {
 		if err != nil {
 			r.rec.Error = err.Error()
 		}
-		if status == "completed" {
+		if len(r.rec.Trials) > 0 {
+			if serr := r.writeSARIF(); serr != nil {
+				err = errors.Join(err, serr)
+				code = errdefs.Code(err)
+				r.rec.Status, r.rec.ExitCode, r.rec.Error = "failed", code, err.Error()
+			}
+		}
+		if r.rec.Status == "completed" {
 			if serr := r.seal(); serr != nil {
 				err = errors.Join(err, serr)
 				code = errdefs.Code(err)
