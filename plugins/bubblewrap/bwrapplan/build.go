@@ -24,6 +24,7 @@ type Facts struct {
 	Backend      string    `json:"backend"`
 	Bwrap        BwrapFact `json:"bwrap"`
 	Namespaces   []string  `json:"namespaces"`
+	NestedUserns string    `json:"nestedUserns"`
 	Network      string    `json:"network"`
 	Capabilities string    `json:"capabilities"`
 	RootFS       string    `json:"rootfs"`
@@ -235,9 +236,16 @@ func build(bwrap, version string, spec *pb.LaunchSpec, scan socketScan) (*pb.Lau
 		return cmp.Or(cmp.Compare(depth(a.dest), depth(b.dest)), cmp.Compare(a.class, b.class), cmp.Compare(a.dest, b.dest))
 	})
 
-	head := []string{bwrap,
-		"--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-		"--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"}
+	head := []string{bwrap, "--unshare-all"}
+	nested := "allowed: bwrap " + version + " has no --disable-userns"
+	if v, ok := parseVersion(version); ok && cmpVersion(v, [3]int{0, 8, 0}) >= 0 {
+		// A nested user namespace is a large kernel surface and would let
+		// the target mount over its view's paths: refuse it.
+		head = append(head, "--unshare-user", "--disable-userns")
+		nested = "disabled"
+	}
+	head = append(head, "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+		"--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev")
 	for _, m := range ms {
 		head = append(head, m.args...)
 	}
@@ -264,6 +272,7 @@ func build(bwrap, version string, spec *pb.LaunchSpec, scan socketScan) (*pb.Lau
 		Backend:      Name,
 		Bwrap:        BwrapFact{Path: bwrap, Version: version},
 		Namespaces:   []string{"user", "ipc", "pid", "net", "uts", "cgroup"},
+		NestedUserns: nested,
 		Network:      "none",
 		Capabilities: "all dropped",
 		RootFS:       "host root read-only",

@@ -21,7 +21,7 @@ func TestPlanArgv(t *testing.T) {
 	}
 	dev := "/dev/" + filepath.Base(f.call)
 	want := []string{"/usr/bin/bwrap",
-		"--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+		"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
 		"--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
 		"--tmpfs", "/home", "--tmpfs", "/root",
 		"--bind", f.call, dev,
@@ -44,7 +44,7 @@ func TestPlanArgv(t *testing.T) {
 	if err := json.Unmarshal(plan.GetFactsJson(), &facts); err != nil {
 		t.Fatal(err)
 	}
-	if facts.Bwrap.Version != "0.8.0" || facts.Network != "none" || !slices.Equal(facts.Covered, []string{f.gitDir, f.priv}) ||
+	if facts.Bwrap.Version != "0.8.0" || facts.NestedUserns != "disabled" || facts.Network != "none" || !slices.Equal(facts.Covered, []string{f.gitDir, f.priv}) ||
 		facts.Home.Path != f.home || !strings.HasPrefix(facts.Exec, "audited only") || len(facts.CallDirs) != 1 || facts.CallDirs[0].Sandbox != dev {
 		t.Errorf("facts %s", plan.GetFactsJson())
 	}
@@ -137,3 +137,14 @@ func TestPlanGrantedPaths(t *testing.T) {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+func TestPlanBeforeDisableUserns(t *testing.T) {
+	f := newFixture(t, "true")
+	plan, err := build("/usr/bin/bwrap", "0.7.0", f.spec, socketScan{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(plan.GetArgv(), "--disable-userns") || !strings.Contains(string(plan.GetFactsJson()), `"nestedUserns":"allowed: bwrap 0.7.0 has no --disable-userns"`) {
+		t.Errorf("bwrap 0.7.0: %q %s", plan.GetArgv(), plan.GetFactsJson())
+	}
+}

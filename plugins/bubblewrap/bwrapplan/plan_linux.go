@@ -75,22 +75,6 @@ func readVersion(ctx context.Context, path string) (string, [3]int, error) {
 	return v, n, nil
 }
 
-func parseVersion(v string) ([3]int, bool) {
-	var n [3]int
-	parts := strings.Split(v, ".")
-	if len(parts) < 2 || len(parts) > 3 {
-		return n, false
-	}
-	for i, s := range parts {
-		x, err := strconv.Atoi(s)
-		if err != nil || x < 0 {
-			return n, false
-		}
-		n[i] = x
-	}
-	return n, true
-}
-
 // Probe checks that bwrap is there, recent enough, that user namespaces
 // are usable and that a trial sandbox actually starts.
 func (p *Plugin) Probe(ctx context.Context, _ *sdk.HostInfo) *sdk.ProbeResponse {
@@ -144,7 +128,7 @@ func (p *Plugin) Probe(ctx context.Context, _ *sdk.HostInfo) *sdk.ProbeResponse 
 			return sdk.Unhealthy("user namespaces are disabled: kernel.unprivileged_userns_clone=0", facts)
 		}
 	}
-	if err := trial(ctx, path); err != nil {
+	if err := trial(ctx, path, n); err != nil {
 		reason := "a trial sandbox did not start: " + err.Error()
 		if !root && !setuid && hasAA && aa != "0" {
 			reason = "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=" + aa + "); " + reason
@@ -155,20 +139,26 @@ func (p *Plugin) Probe(ctx context.Context, _ *sdk.HostInfo) *sdk.ProbeResponse 
 	return sdk.Healthy("bwrap "+v+" starts a sandbox", facts)
 }
 
-// trialArgs is the trial sandbox: every namespace, the host root read-only.
-func trialArgs() []string {
+// trialArgs is the trial sandbox: every namespace, the host root
+// read-only, nested user namespaces disabled where the plan disables them.
+func trialArgs(v [3]int) []string {
 	t := "/bin/true"
 	if !fileExists(t) {
 		t = "/usr/bin/true"
 	}
-	return []string{"--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-		"--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", t}
+	args := []string{"--unshare-all"}
+	if cmpVersion(v, [3]int{0, 8, 0}) >= 0 {
+		args = append(args, "--unshare-user", "--disable-userns")
+	}
+	return append(args, "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+		"--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", t)
 }
 
-func trial(ctx context.Context, path string) error {
+func trial(ctx context.Context, path string, v [3]int) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cmd := sdk.Command(ctx, path, trialArgs()...)
+	args := trialArgs(v)
+	cmd := sdk.Command(ctx, path, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
@@ -176,7 +166,7 @@ func trial(ctx context.Context, path string) error {
 		if msg == "" {
 			msg = "no message"
 		}
-		return fmt.Errorf("%s %s: %v: %s", path, strings.Join(trialArgs(), " "), errText(err), msg)
+		return fmt.Errorf("%s %s: %v: %s", path, strings.Join(args, " "), errText(err), msg)
 	}
 	return nil
 }
@@ -208,13 +198,4 @@ func firstLine(s string) string {
 		s = s[:300] + "…"
 	}
 	return s
-}
-
-func cmpVersion(a, b [3]int) int {
-	for i := range a {
-		if a[i] != b[i] {
-			return a[i] - b[i]
-		}
-	}
-	return 0
 }

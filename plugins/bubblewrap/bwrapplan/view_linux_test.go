@@ -49,6 +49,8 @@ func TestViewCannotWriteOutside(t *testing.T) {
 		fmt.Fprintf(&script, "if echo x > %q; then echo WROTE %s; fi\n", p, p)
 		fmt.Fprintf(&script, "if mkdir %q; then echo MADE %s; fi\n", p+"d", p)
 	}
+	// a link out of the workspace leads to the same read-only view
+	fmt.Fprintf(&script, "ln -s /srv \"$PWD/out\"; if echo x > \"$PWD/out/%s\"; then echo WROTE through a link; fi\n", name)
 	// the host file stays unchanged
 	fmt.Fprintf(&script, "if echo x >> %q; then echo APPENDED; fi\n", filepath.Join(f.repo, ".git", "config"))
 	f.spec.Argv[2] = script.String()
@@ -64,8 +66,8 @@ func TestViewCannotWriteOutside(t *testing.T) {
 			}
 		}
 	}
-	if n := strings.Count(stderr, "Read-only file system") + strings.Count(stderr, "Permission denied"); n != 2*len(dirs)+1 {
-		t.Errorf("want %d refusals (EROFS or EACCES), got %d:\n%s", 2*len(dirs)+1, n, stderr)
+	if n := strings.Count(stderr, "Read-only file system") + strings.Count(stderr, "Permission denied"); n != 2*len(dirs)+2 {
+		t.Errorf("want %d refusals (EROFS or EACCES), got %d:\n%s", 2*len(dirs)+2, n, stderr)
 	}
 	if b, _ := os.ReadFile(filepath.Join(f.gitDir, "config")); string(b) != "[core]\n" {
 		t.Errorf("the covered git config changed on the host: %q", b)
@@ -132,7 +134,7 @@ func TestViewCoveredPathsAreEmptyAndReadOnly(t *testing.T) {
 
 func TestViewProcessesAndKernel(t *testing.T) {
 	needBwrap(t)
-	f := newFixture(t, `ls /proc | grep -c '^[0-9]'; grep '^CapEff' /proc/self/status; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; mknod "$PWD/null" c 1 3 && echo MKNOD; ln /etc/passwd "$PWD/pw" && echo LINKED; kill -0 HOSTPID && echo SIGNALED`)
+	f := newFixture(t, `ls /proc | grep -c '^[0-9]'; grep '^CapEff' /proc/self/status; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; mknod "$PWD/null" c 1 3 && echo MKNOD; ln /etc/passwd "$PWD/pw" && echo LINKED; kill -0 HOSTPID && echo SIGNALED; unshare -Ur true && echo NESTED`)
 	f.spec.Argv[2] = strings.Replace(f.spec.Argv[2], "HOSTPID", strconv.Itoa(os.Getpid()), 1)
 	out, stderr, _ := f.run(t)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -148,7 +150,7 @@ func TestViewProcessesAndKernel(t *testing.T) {
 	if len(lines) != 3 || lines[2] != "lo" {
 		t.Errorf("network devices, or an escape: %q", lines[2:])
 	}
-	for _, bad := range []string{"MKNOD", "LINKED", "SIGNALED"} {
+	for _, bad := range []string{"MKNOD", "LINKED", "SIGNALED", "NESTED"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("%s succeeded", bad)
 		}
