@@ -18,6 +18,11 @@ func GroupAlive(pgid int) bool {
 	if pgid <= 0 {
 		return false
 	}
+	// No member at all, zombies included: no need to read /proc. This is
+	// the common answer once a target has ended, so it must be cheap.
+	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return killProbe(pgid)
