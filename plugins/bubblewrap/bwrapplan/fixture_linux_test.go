@@ -24,7 +24,7 @@ type fixture struct {
 
 const secret = "s3cr3t-token"
 
-func newFixture(t *testing.T, script string) *fixture {
+func newFixture(t testing.TB, script string) *fixture {
 	t.Helper()
 	root := t.TempDir()
 	f := &fixture{
@@ -53,7 +53,7 @@ func newFixture(t *testing.T, script string) *fixture {
 	return f
 }
 
-func write(t *testing.T, p, s string) {
+func write(t testing.TB, p, s string) {
 	t.Helper()
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
