@@ -333,7 +333,7 @@ func (r *run) finish(err error) (Summary, error) {
 	}
 	killAll(mapValues(r.plugins))
 	if r.wsDir != "" {
-		if rerr := removeTree(r.wsDir); rerr != nil {
+		if rerr := privroot.RemoveTree(r.wsDir); rerr != nil {
 			r.prog.note("unable to remove the workspace %s: %v", r.wsDir, rerr)
 		}
 	}

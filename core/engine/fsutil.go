@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/warden-run/warden/core/errdefs"
+	"github.com/warden-run/warden/core/privroot"
 )
 
 // restoreTree copies the withheld folder src into ws/rel after the target
@@ -39,7 +40,7 @@ func restoreTree(src, ws, rel string) error {
 		}
 	}
 	dst = filepath.Join(dst, parts[len(parts)-1])
-	if err := removeTree(dst); err != nil {
+	if err := privroot.RemoveTree(dst); err != nil {
 		return fmt.Errorf("unable to clear %s for the evaluation folder: %w", dst, err)
 	}
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
@@ -84,22 +85,6 @@ func copyFileNoFollow(src, dst string, mode fs.FileMode) error {
 		return err
 	}
 	return out.Close()
-}
-
-// removeTree removes a tree a target may have left read-only: it makes
-// directories writable as it goes and never follows a link.
-func removeTree(p string) error {
-	err := os.RemoveAll(p)
-	if err == nil {
-		return nil
-	}
-	_ = filepath.WalkDir(p, func(q string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			_ = os.Chmod(q, 0o700)
-		}
-		return nil
-	})
-	return os.RemoveAll(p)
 }
 
 // lookPath finds the evaluator: a bare name on PATH, a path relative to the

@@ -83,7 +83,7 @@ func removeOwned(dirfd, uid int) ([]string, error) {
 		if s, ok := fi.Sys().(*syscall.Stat_t); !ok || int(s.Uid) != uid {
 			continue
 		}
-		if err := removeAll(dir); err != nil {
+		if err := RemoveTree(dir); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -92,9 +92,9 @@ func removeOwned(dirfd, uid int) ([]string, error) {
 	return removed, errors.Join(errs...)
 }
 
-// removeAll removes a tree a target may have left read-only, never
-// following a link.
-func removeAll(dir string) error {
+// RemoveTree removes a tree a target may have left read-only (it makes
+// directories writable as it goes), never following a link.
+func RemoveTree(dir string) error {
 	if err := os.RemoveAll(dir); err == nil {
 		return nil
 	}
