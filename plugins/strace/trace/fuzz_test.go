@@ -31,6 +31,10 @@ func cQuote(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
+		case c == '<' || c == '>':
+			// strace escapes the brackets of a -y decoration (and, being
+			// harmless, of a string too).
+			fmt.Fprintf(&b, `\x%02x`, c)
 		case c == '"' || c == '\\':
 			b.WriteByte('\\')
 			b.WriteByte(c)

@@ -65,6 +65,23 @@ type Judge struct {
 	lines    int64
 	firstPid int
 	killed   map[int]string
+	fds      map[string]Fd // decoded descriptor arguments: a trace repeats them
+}
+
+// fd is ParseFd, remembered: a dirfd's decoration repeats on every call
+// relative to it.
+func (j *Judge) fd(s string) (Fd, bool) {
+	if f, ok := j.fds[s]; ok {
+		return f, true
+	}
+	f, ok := ParseFd(s)
+	if ok {
+		if len(j.fds) >= 4096 {
+			clear(j.fds)
+		}
+		j.fds[s] = f
+	}
+	return f, ok
 }
 
 type findingKey struct {
@@ -145,6 +162,7 @@ func (j *Judge) init() {
 		j.pending = map[int]Line{}
 		j.found = map[findingKey]int{}
 		j.killed = map[int]string{}
+		j.fds = map[string]Fd{}
 	}
 }
 
@@ -382,7 +400,7 @@ func (j *Judge) isTarget(name string, args []string) bool {
 func (j *Judge) track(p *proc, pid int, name string, args []string, res Result) {
 	if len(args) > 0 {
 		if s, ok := specs[name]; ok && len(s) > 0 && s[0].dirfd == 0 {
-			if fd, ok := ParseFd(args[0]); ok && fd.N == atFdcwd && fd.Path != "" {
+			if fd, ok := j.fd(args[0]); ok && fd.N == atFdcwd && fd.Path != "" {
 				p.fs.cwd = fd.Path
 			}
 		}
@@ -397,7 +415,7 @@ func (j *Judge) track(p *proc, pid int, name string, args []string, res Result) 
 		}
 	case "fchdir":
 		if ok && len(args) > 0 {
-			if fd, fok := ParseFd(args[0]); fok && fd.Path != "" {
+			if fd, fok := j.fd(args[0]); fok && fd.Path != "" {
 				p.fs.cwd = fd.Path
 			}
 		}
@@ -445,7 +463,7 @@ func (j *Judge) base(p *proc, args []string, s pathSpec) (string, bool) {
 	if s.dirfd < 0 || s.dirfd >= len(args) {
 		return p.fs.cwd, p.fs.cwd != ""
 	}
-	fd, ok := ParseFd(args[s.dirfd])
+	fd, ok := j.fd(args[s.dirfd])
 	if !ok {
 		return "", false
 	}
@@ -474,7 +492,7 @@ func (j *Judge) judgePath(p *proc, pid int, name string, args []string, s pathSp
 			j.judge(pid, name, spelled, []string{"/proc/self/fd/" + strings.TrimSpace(strings.SplitN(args[s.dirfd], "<", 2)[0])}, op, res)
 			return
 		}
-		if fd, fok := ParseFd(args[s.dirfd]); fok && fd.Path != "" {
+		if fd, fok := j.fd(args[s.dirfd]); fok && fd.Path != "" {
 			cands = append(cands, fd.Path)
 		} else {
 			cands = append(cands, "/proc/self/fd/"+strings.TrimSpace(args[s.dirfd]))

@@ -307,11 +307,11 @@ func unescape(s string) (string, bool) {
 			if i+3 > len(s) {
 				return "", false
 			}
-			n, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
-			if err != nil {
+			hi, lo := unhex(s[i+1]), unhex(s[i+2])
+			if hi < 0 || lo < 0 {
 				return "", false
 			}
-			out = append(out, byte(n))
+			out = append(out, byte(hi<<4|lo))
 			i += 2
 		case 'n':
 			out = append(out, '\n')
@@ -346,6 +346,18 @@ func unescape(s string) (string, bool) {
 		}
 	}
 	return string(out), true
+}
+
+func unhex(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
 }
 
 // Fd is a descriptor argument or result as -y prints it: `3</path>`,
