@@ -2,6 +2,7 @@ package straceaudit_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -208,5 +209,48 @@ func TestProbe(t *testing.T) {
 	bad := straceaudit.Audit{Strace: "/nonexistent/strace"}
 	if p := bad.Probe(context.Background(), &sdk.HostInfo{PrivateRoot: root}); p.GetHealth() == pb.ProbeResponse_HEALTH_HEALTHY {
 		t.Fatal("healthy without strace")
+	}
+}
+
+func TestProbeReclaims(t *testing.T) {
+	needStrace(t)
+	root := t.TempDir()
+	// A pid that no process holds: a child that has been reaped.
+	c := exec.Command("/bin/true")
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := c.Process.Pid
+	mk := func(name string, mode os.FileMode) string {
+		p := filepath.Join(root, name)
+		if err := os.Mkdir(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(p, mode)
+		os.WriteFile(filepath.Join(p, "canary"), nil, 0o600)
+		return p
+	}
+	stale := mk(fmt.Sprintf("observer-probe-%d-ab12", dead), 0o700)
+	live := mk(fmt.Sprintf("observer-probe-%d-ab12", os.Getppid()), 0o700)
+	mode := mk(fmt.Sprintf("observer-probe-%d-cd34", dead), 0o755)
+	file := filepath.Join(root, fmt.Sprintf("observer-probe-%d-ef56", dead))
+	os.WriteFile(file, nil, 0o600)
+	link := filepath.Join(root, fmt.Sprintf("observer-probe-%d-0789", dead))
+	os.Symlink(stale, link)
+
+	p := straceaudit.New().Probe(context.Background(), &sdk.HostInfo{PrivateRoot: root})
+	if p.GetHealth() != pb.ProbeResponse_HEALTH_HEALTHY {
+		t.Fatal(p)
+	}
+	if _, err := os.Lstat(stale); !os.IsNotExist(err) {
+		t.Errorf("a dead process's probe directory stayed: %v", err)
+	}
+	if !strings.Contains(p.GetFacts()["observer.reclaimed"], stale) {
+		t.Errorf("reclaimed directory not named: %v", p.GetFacts())
+	}
+	for _, keep := range []string{live, mode, file, link} {
+		if _, err := os.Lstat(keep); err != nil {
+			t.Errorf("%s removed", keep)
+		}
 	}
 }

@@ -10,7 +10,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/warden-run/warden/core/sdk"
 	"github.com/warden-run/warden/plugins/strace/trace"
@@ -44,6 +46,9 @@ func (a *Audit) Probe(ctx context.Context, host *sdk.HostInfo) *sdk.ProbeRespons
 	root := host.GetPrivateRoot()
 	if root == "" {
 		root = os.TempDir()
+	}
+	if gone := reclaimProbes(root); len(gone) > 0 {
+		facts["observer.reclaimed"] = strings.Join(gone, " ")
 	}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
@@ -84,4 +89,40 @@ func (a *Audit) Probe(ctx context.Context, host *sdk.HostInfo) *sdk.ProbeRespons
 		}
 	}
 	return sdk.Unhealthy(fmt.Sprintf("the probe's read of %s did not reach the trace", canary), facts)
+}
+
+var probeName = regexp.MustCompile(`^observer-probe-([0-9]+)-[0-9a-f]+$`)
+
+// reclaimProbes removes the probe directories of dead processes in root and
+// returns their paths. It leaves alone a link, a file, a directory of another
+// mode or owner, and a live process's directory.
+func reclaimProbes(root string) []string {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	var gone []string
+	for _, e := range ents {
+		m := probeName.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		p := filepath.Join(root, e.Name())
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+			continue
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok || int(st.Uid) != os.Geteuid() {
+			continue
+		}
+		pid, err := strconv.Atoi(m[1])
+		if err != nil || pid <= 0 || pid == os.Getpid() || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue
+		}
+		if os.RemoveAll(p) == nil {
+			gone = append(gone, p)
+		}
+	}
+	return gone
 }
