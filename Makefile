@@ -2,7 +2,7 @@
 # install what they need (bubblewrap, strace, git) when it is missing.
 GO      ?= go
 BIN     := bin
-PLUGINS := workspace scorer seal
+PLUGINS := workspace scorer seal bubblewrap strace
 VERSION ?= 0.1.0-dev
 LDFLAGS := -s -w -X main.version=$(VERSION)
 

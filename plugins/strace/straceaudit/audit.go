@@ -73,7 +73,7 @@ func (a *Audit) Judge(ctx context.Context, obs *sdk.Observations) (*sdk.Findings
 	if err != nil {
 		return nil, err
 	}
-	j := &trace.Judge{Table: table.Files, Exec: table.Exec, Real: hostReal, Target: spec.GetArgv(), Map: SandboxMap(spec), Cwd: spec.GetDir()}
+	j := &trace.Judge{Table: table.Files, Exec: table.Exec, Real: hostReal, Targets: Targets(spec), TargetPath: spec.GetPath(), Map: SandboxMap(spec), Cwd: spec.GetDir()}
 	var rep trace.Report
 	n := 0
 	for {
@@ -123,6 +123,21 @@ func sameSignal(core, strace string) bool {
 	}
 	n := unix.SignalNum(strace)
 	return core == strace || (n != 0 && syscall.Signal(n).String() == core)
+}
+
+// Targets are the argvs that start the target: the spec's argv, and the
+// admitted path with the spec's arguments (what bwrap runs, since it has no
+// --argv0).
+func Targets(spec *pb.LaunchSpec) [][]string {
+	argv := spec.GetArgv()
+	if len(argv) == 0 {
+		return nil
+	}
+	t := [][]string{argv}
+	if p := spec.GetPath(); p != "" && p != argv[0] {
+		t = append(t, append([]string{p}, argv[1:]...))
+	}
+	return t
 }
 
 func failed(f *sdk.Findings, why string) *sdk.Findings {

@@ -33,14 +33,20 @@ type Finding struct {
 
 // Judge reads one trace and judges every access of the target in it.
 //
-// The target starts at the first successful execve whose argv is Target
-// (the first successful execve when Target is empty): what ran before it is
+// The target starts at the first successful execve whose argv is one of
+// Targets (the first successful execve when there is none): what ran before it is
 // the observer's and the sandbox's own set-up (bwrap's mounts). From then on
 // the pid that started the target and every pid first seen afterwards are
 // judged; a pid seen before the start (bwrap's own processes) is not.
 type Judge struct {
 	Table  Accesser
-	Target []string
+	// Targets are the argvs the target may be started with: the spec's, and
+	// the one a confiner runs (bwrap runs the admitted path as argv[0]).
+	Targets [][]string
+	// TargetPath is the admitted real path of the target. A confinement that
+	// cannot set argv[0] (bwrap before 0.9 has no --argv0) starts the target
+	// with this path as argv[0]; the start is recognised either way.
+	TargetPath string
 	// Map turns a path in the sandbox's view into the host's (call
 	// directories appear at /dev/<name>); nil is the identity.
 	Map func(string) string
@@ -366,9 +372,9 @@ func hasWriteHow(s string) bool {
 	return !ok || f&(oWronly|oRdwr|oCreat|oTrunc) != 0
 }
 
-// isTarget says whether an execve's argv is the target's.
+// isTarget says whether an execve's argv is one of the target's.
 func (j *Judge) isTarget(name string, args []string) bool {
-	if len(j.Target) == 0 {
+	if len(j.Targets) == 0 {
 		return true
 	}
 	i := 1
@@ -383,12 +389,23 @@ func (j *Judge) isTarget(name string, args []string) bool {
 		return false
 	}
 	elems := SplitArgs(a[1 : len(a)-1])
-	if len(elems) != len(j.Target) {
+	for _, want := range j.Targets {
+		if sameArgv(elems, want) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameArgv compares printed argv elements with an argv; an element strace
+// cut (longer than -s) matches by its prefix.
+func sameArgv(elems, want []string) bool {
+	if len(elems) != len(want) {
 		return false
 	}
 	for k, e := range elems {
 		v, cut, ok := Unquote(e)
-		if !ok || (cut && !strings.HasPrefix(j.Target[k], v)) || (!cut && v != j.Target[k]) {
+		if !ok || (cut && !strings.HasPrefix(want[k], v)) || (!cut && v != want[k]) {
 			return false
 		}
 	}
@@ -493,6 +510,11 @@ func (j *Judge) judgePath(p *proc, pid int, name string, args []string, s pathSp
 			return
 		}
 		if fd, fok := j.fd(args[s.dirfd]); fok && fd.Path != "" {
+			if !strings.HasPrefix(fd.Path, "/") {
+				// A pipe, socket or anonymous inode (strace -y prints
+				// pipe:[n]): no file of the file system.
+				return
+			}
 			cands = append(cands, fd.Path)
 		} else {
 			cands = append(cands, "/proc/self/fd/"+strings.TrimSpace(args[s.dirfd]))
