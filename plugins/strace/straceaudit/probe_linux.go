@@ -78,7 +78,7 @@ func (a *Audit) Probe(ctx context.Context, host *sdk.HostInfo) *sdk.ProbeRespons
 		return sdk.Unhealthy(fmt.Sprintf("the probe run left no trace: %v", err), facts)
 	}
 	defer f.Close()
-	j := &trace.Judge{Table: canaryTable(canary), Target: []string{cat, canary}, Cwd: dir}
+	j := &trace.Judge{Table: canaryTable(canary), Targets: [][]string{{cat, canary}}, Cwd: dir}
 	rep := j.Read(f)
 	if rep.Error != "" {
 		return sdk.Unhealthy("the probe's trace is no evidence: "+rep.Error, facts)

@@ -128,9 +128,9 @@ func TestJudgeNoEvidence(t *testing.T) {
 		"only bwrap":    `10  execve("/usr/bin/bwrap", ["bwrap"], 0x0 /* 1 vars */) = 0` + "\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			j := &Judge{Table: allowUnder{}, Target: []string{"t"}}
+			j := &Judge{Table: allowUnder{}, Targets: [][]string{{"t"}}}
 			if name == "only bwrap" {
-				j.Target = []string{"x"}
+				j.Targets = [][]string{{"x"}}
 			}
 			if rep := j.Read(strings.NewReader(text)); rep.Error == "" {
 				t.Fatalf("no error: %+v", rep)
@@ -151,7 +151,7 @@ func TestTargetStartUnderBwrap(t *testing.T) {
 		`21  openat(-100</>, "/etc/bwrap-own", 0) = 3</etc/bwrap-own>`,
 		`22  +++ exited with 0 +++`,
 	}
-	j := &Judge{Table: allowUnder{"/usr", "/ws"}, Target: []string{"sh", "-c", "x"}}
+	j := &Judge{Table: allowUnder{"/usr", "/ws"}, Targets: [][]string{{"sh", "-c", "x"}}}
 	rep := j.Read(strings.NewReader(strings.Join(lines, "\n") + "\n"))
 	if rep.Error != "" || strings.Join(paths(rep), "|") != "read /etc/shadow" {
 		t.Fatalf("%+v", rep)

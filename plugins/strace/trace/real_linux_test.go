@@ -52,7 +52,7 @@ func table(t *testing.T, ws string) grant.Table {
 
 func judge(t *testing.T, tb grant.Table, cwd string, target []string, tr []byte) trace.Report {
 	t.Helper()
-	j := &trace.Judge{Table: tb.Files, Exec: tb.Exec, Target: target, Cwd: cwd, Real: func(p string) string {
+	j := &trace.Judge{Table: tb.Files, Exec: tb.Exec, Targets: [][]string{target}, Cwd: cwd, Real: func(p string) string {
 		r, _ := filepath.EvalSymlinks(p)
 		return r
 	}}
