@@ -29,6 +29,11 @@ func TestUnderBwrap(t *testing.T) {
 
 	target := []string{"/bin/sh", "-c", "cat " + secret + " /dev/warden-call/in-call " + ws + "/../" + filepath.Base(host) + "/secret; echo x > /dev/warden-call/out"}
 	s := spec(t, ws, target...)
+	// As the bubblewrap plugin does: bwrap 0.8 has no --argv0, so the
+	// target runs with the admitted path as argv[0].
+	s.Argv = append([]string{"sh"}, target[1:]...)
+	s.Path, _ = filepath.EvalSymlinks("/bin/sh")
+	target[0] = s.Path
 	s.CallDirs = []*pb.CallDir{{Name: "warden-call", HostPath: call, SandboxPath: "/dev/warden-call"}}
 	plan := []string{bwrap, "--unshare-user", "--unshare-pid", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
 		"--bind", ws, ws, "--bind", call, "/dev/warden-call", "--chdir", ws, "--"}

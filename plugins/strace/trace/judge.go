@@ -39,7 +39,7 @@ type Finding struct {
 // the pid that started the target and every pid first seen afterwards are
 // judged; a pid seen before the start (bwrap's own processes) is not.
 type Judge struct {
-	Table  Accesser
+	Table Accesser
 	// Targets are the argvs the target may be started with: the spec's, and
 	// the one a confiner runs (bwrap runs the admitted path as argv[0]).
 	Targets [][]string

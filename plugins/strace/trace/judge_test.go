@@ -89,6 +89,8 @@ func TestJudge(t *testing.T) {
 		}, []string{"connect /run/host.sock", "connect /run/full.sock", "connect /run/msg.sock", "connect /run/wait.sock"}},
 		{"bind mount", []string{start, `10  mount("/etc", "/ws/m", NULL, 0x1000, NULL) = 0`, `10  mount("proc", "/ws/p", "proc", 0xe, NULL) = 0`,
 			`10  mount("/ws/a", "/ws/b", NULL, 0x1000, NULL) = 0`}, []string{"mount /etc"}},
+		{"descriptor that is no file", []string{start, `10  newfstatat(1<pipe:[123]>, "", {st_mode=010600, ...}, 0x1000) = 0`,
+			`10  newfstatat(3<socket:[9]>, "", {st_mode=0140777, ...}, 0x1000) = 0`}, nil},
 		{"hostile name", []string{start, `10  openat(-100<\x2f\x77\x73>, "\x2e\x2e\x2f\x61\x0a\x22\xff", 0) = 3<\x2f\x61\x0a\x22\xff>`}, []string{"read /a\n\"\xff"}},
 	}
 	for _, c := range cases {
