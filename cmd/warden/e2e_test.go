@@ -626,3 +626,102 @@ func TestRunWritesSARIF(t *testing.T) {
 		t.Fatalf("sarif result %+v", res)
 	}
 }
+
+// confined makes a project whose pipeline runs the target confined under
+// bubblewrap and audited by strace.
+func confined(t *testing.T, target, grants string) (string, string) {
+	t.Helper()
+	dir, p := project(t, target, "[sh, eval/check.sh]", "")
+	b, _ := os.ReadFile(p)
+	s := strings.Replace(string(b), "confinement: false\n", "", 1)
+	s = strings.Replace(s, "grants:\n  exec:\n    allow: [\"@system\"]\n", "grants:\n  exec:\n    allow: [\"@system\"]\n"+grants, 1)
+	s = strings.Replace(s, "stages:\n", "stages:\n  - confine: {plugin: bubblewrap}\n  - audit: {plugin: strace}\n", 1)
+	must(t, os.WriteFile(p, []byte(s), 0o644))
+	return dir, p
+}
+
+func observed(t *testing.T, r result) []map[string]any {
+	t.Helper()
+	var sum struct {
+		RunDir         string
+		ObservedMounts []map[string]any
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &sum); err != nil {
+		t.Fatalf("summary: %v\n%s\n%s", err, r.stdout, r.stderr)
+	}
+	return sum.ObservedMounts
+}
+
+func TestConfinedReadOutsideGrantsIsObserved(t *testing.T) {
+	secretDir := t.TempDir()
+	secret := filepath.Join(secretDir, "secret.txt")
+	must(t, os.WriteFile(secret, []byte("hunter2\n"), 0o644))
+	target := fmt.Sprintf("[sh, -c, 'cat %s; sh solve.sh']", secret)
+
+	dir, p := confined(t, target, "")
+	r := warden(t, dir, "run", "--json", p)
+	r.want(t, 3)
+	found := false
+	for _, a := range observed(t, r) {
+		if a["path"] == secret && a["op"] == "read" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("the read of %s is not in observedMounts:\n%s", secret, r.stdout)
+	}
+
+	dir, p = confined(t, target, fmt.Sprintf("  read: [%s]\n", secretDir))
+	r = warden(t, dir, "run", "--json", p)
+	r.want(t, 0)
+	if obs := observed(t, r); len(obs) != 0 {
+		t.Fatalf("a granted read was listed: %v", obs)
+	}
+}
+
+func TestConfinedWriteOutsideWorkspaceFailsAndIsObserved(t *testing.T) {
+	outside := t.TempDir()
+	victim := filepath.Join(outside, "planted")
+	dir, p := confined(t, fmt.Sprintf("[sh, -c, 'echo x > %s; sh solve.sh']", victim), "")
+	r := warden(t, dir, "run", "--json", p)
+	r.want(t, 3)
+	if _, err := os.Stat(victim); err == nil {
+		t.Fatal("the confined target wrote outside its workspace")
+	}
+	found := false
+	for _, a := range observed(t, r) {
+		found = found || (a["path"] == victim && a["op"] == "write")
+	}
+	if !found {
+		t.Fatalf("the refused write of %s is not listed:\n%s", victim, r.stdout)
+	}
+}
+
+func TestConfinedTargetCannotSeeWithheldFolder(t *testing.T) {
+	// The hidden tests are absent from the workspace and the user's copy of
+	// the evaluation folder is covered: the target that looks finds nothing
+	// (and its look is listed), while the score still runs them.
+	dir, p := confined(t, "[true]", "")
+	repo := filepath.Join(dir, "repo")
+	b, _ := os.ReadFile(p)
+	look := fmt.Sprintf(`run: [sh, -c, 'test ! -e eval && test -z "$(ls -A %s/eval)" && echo hidden-ok; sh solve.sh']`, repo)
+	must(t, os.WriteFile(p, []byte(strings.Replace(string(b), "run: [true]", look, 1)), 0o644))
+	r := warden(t, dir, "run", "--json", p)
+	r.want(t, 3)
+	listed := false
+	for _, a := range observed(t, r) {
+		listed = listed || a["path"] == filepath.Join(repo, "eval")
+	}
+	if !listed {
+		t.Fatalf("the look into the evaluation folder is not listed:\n%s", r.stdout)
+	}
+	var sum struct{ RunDir string }
+	must(t, json.Unmarshal([]byte(r.stdout), &sum))
+	out, err := os.ReadFile(filepath.Join(sum.RunDir, "trials", "1", "stdout"))
+	if err != nil || !strings.Contains(string(out), "hidden-ok") {
+		t.Fatalf("the target saw the withheld folder: %q %v", out, err)
+	}
+	if rec := readRun(t, sum.RunDir); rec.Score == nil || !rec.Score.Pass {
+		t.Fatalf("the hidden tests did not score the run: %+v", rec.Score)
+	}
+}
