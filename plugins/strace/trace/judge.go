@@ -72,6 +72,132 @@ type Judge struct {
 	firstPid int
 	killed   map[int]string
 	fds      map[string]Fd // decoded descriptor arguments: a trace repeats them
+	// links are the symbolic links the target made (absolute link path to
+	// what it leads to, absolute), as they stand at this point of the trace.
+	links map[string]string
+}
+
+// realOf is the real path of raw (absolute, as the kernel walked it, ".."
+// unresolved), in the host's view: the target's own links as they stood at
+// the call, then the host's (Real). It is "" when unknown. /proc and
+// /dev/fd are left to their own rules.
+func (j *Judge) realOf(raw string) string {
+	if strings.HasPrefix(raw, "/proc/") || strings.HasPrefix(raw, "/dev/fd/") {
+		return ""
+	}
+	p, changed := raw, false
+	if len(j.links) > 0 {
+		p, changed = j.walkLinks(raw)
+	}
+	host := j.mapped(p)
+	if j.Real != nil {
+		if r := j.Real(host); r != "" {
+			return r
+		}
+	}
+	if changed {
+		return host
+	}
+	return ""
+}
+
+// walkLinks walks raw component by component as the kernel does, replacing
+// a prefix that is a link the target made by where it leads, so that a ".."
+// after the link goes to the parent of the link's target.
+func (j *Judge) walkLinks(raw string) (string, bool) {
+	parts := strings.Split(raw, "/")
+	cur := "/"
+	changed := false
+	for hops := 0; len(parts) > 0; {
+		c := parts[0]
+		parts = parts[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		if to, ok := j.links[next]; ok && hops < 40 {
+			hops++
+			changed = true
+			cur = "/"
+			parts = append(strings.Split(to, "/"), parts...)
+			continue
+		}
+		cur = next
+	}
+	return cur, changed
+}
+
+// linkEvent follows the links the target makes and removes.
+func (j *Judge) linkEvent(p *proc, name string, args []string) {
+	path := func(dirfd, i int) (string, bool) {
+		if i >= len(args) {
+			return "", false
+		}
+		v, _, ok := Unquote(args[i])
+		if !ok || v == "" {
+			return "", false
+		}
+		if strings.HasPrefix(v, "/") {
+			return filepath.Clean(v), true
+		}
+		base, known := j.base(p, args, pathSpec{dirfd: dirfd})
+		if !known {
+			return "", false
+		}
+		return filepath.Clean(base + "/" + v), true
+	}
+	switch name {
+	case "symlink", "symlinkat":
+		dirfd, li := -1, 1
+		if name == "symlinkat" {
+			dirfd, li = 1, 2
+		}
+		link, ok := path(dirfd, li)
+		to, _, tok := Unquote(args[0])
+		if !ok || !tok || to == "" {
+			return
+		}
+		if !strings.HasPrefix(to, "/") {
+			to = filepath.Dir(link) + "/" + to
+		}
+		if j.links == nil {
+			j.links = map[string]string{}
+		}
+		j.links[link] = to
+	case "unlink", "unlinkat", "rmdir":
+		dirfd, i := -1, 0
+		if name == "unlinkat" {
+			dirfd, i = 0, 1
+		}
+		if old, ok := path(dirfd, i); ok {
+			delete(j.links, old)
+		}
+	case "rename", "renameat", "renameat2":
+		od, oi, nd, ni := -1, 0, -1, 1
+		if name != "rename" {
+			od, oi, nd, ni = 0, 1, 2, 3
+		}
+		old, ok1 := path(od, oi)
+		nw, ok2 := path(nd, ni)
+		if !ok1 || !ok2 {
+			return
+		}
+		delete(j.links, nw)
+		moved := map[string]string{}
+		for l, to := range j.links {
+			if l == old || strings.HasPrefix(l, old+"/") {
+				delete(j.links, l)
+				moved[nw+l[len(old):]] = to
+			}
+		}
+		for l, to := range moved {
+			j.links[l] = to
+		}
+	}
 }
 
 // fd is ParseFd, remembered: a dirfd's decoration repeats on every call
@@ -314,6 +440,12 @@ var specs = map[string][]pathSpec{
 	"open_tree": {{0, 1, grant.OpMount}}, "move_mount": {{0, 1, grant.OpMount}},
 }
 
+// noFollow are the calls that do not follow a link in the last component.
+var noFollow = map[string]bool{"lstat": true, "readlink": true, "readlinkat": true, "symlink": true, "symlinkat": true,
+	"unlink": true, "unlinkat": true, "rmdir": true, "rename": true, "renameat": true, "renameat2": true, "link": true,
+	"linkat": true, "mkdir": true, "mkdirat": true, "mknod": true, "mknodat": true, "lchown": true, "lgetxattr": true,
+	"llistxattr": true, "lsetxattr": true, "lremovexattr": true}
+
 // notFound are the errors of a lookup that reached no file.
 var notFound = map[string]bool{"ENOENT": true, "ENOTDIR": true, "EFAULT": true, "EBADF": true, "ENAMETOOLONG": true, "EINVAL": true}
 
@@ -423,6 +555,9 @@ func (j *Judge) track(p *proc, pid int, name string, args []string, res Result) 
 		}
 	}
 	ok := !res.Unknown && res.Errno == ""
+	if ok {
+		j.linkEvent(p, name, args)
+	}
 	switch name {
 	case "chdir":
 		if ok && len(args) > 0 {
@@ -586,9 +721,17 @@ func (j *Judge) judge(pid int, name, spelled string, cands []string, op grant.Op
 // is judged by the exec table with the spelling it was started by and its
 // real path (Exec), or by Access when Exec is nil.
 func (j *Judge) judgeReal(pid int, name, spelled string, cands []string, real string, op grant.Op, res Result) {
-	if last := cands[len(cands)-1]; real == "" && j.Real != nil && strings.HasPrefix(last, "/") &&
-		!strings.HasPrefix(last, "/proc/") && !strings.HasPrefix(last, "/dev/fd/") {
-		real = j.Real(j.mapped(cands[len(cands)-1]))
+	if real == "" && strings.HasPrefix(cands[0], "/") {
+		if noFollow[name] {
+			// The call works on the last component itself (a link it
+			// makes or removes): only the directories are followed.
+			dir, last := filepath.Split(strings.TrimSuffix(cands[0], "/"))
+			if d := j.realOf(dir); d != "" && last != "" && last != "." && last != ".." {
+				real = filepath.Join(d, last)
+			}
+		} else {
+			real = j.realOf(cands[0])
+		}
 	}
 	if op == grant.OpExec && j.Exec != nil && len(cands) > 0 {
 		path := j.mapped(cands[len(cands)-1])
@@ -672,7 +815,7 @@ func (j *Judge) connect(pid int, name string, args []string, res Result) {
 					cands = []string{strings.TrimSuffix(p.fs.cwd, "/") + "/" + v, path}
 				}
 			}
-			j.judge(pid, name, v, cands, grant.OpConnect, res)
+			j.judgeReal(pid, name, v, cands, "", grant.OpConnect, res)
 		}
 	}
 }

@@ -91,6 +91,16 @@ func TestJudge(t *testing.T) {
 			`10  mount("/ws/a", "/ws/b", NULL, 0x1000, NULL) = 0`}, []string{"mount /etc"}},
 		{"descriptor that is no file", []string{start, `10  newfstatat(1<pipe:[123]>, "", {st_mode=010600, ...}, 0x1000) = 0`,
 			`10  newfstatat(3<socket:[9]>, "", {st_mode=0140777, ...}, 0x1000) = 0`}, nil},
+		{"connect through a link the target made and removed", []string{start,
+			`10  symlinkat("/run/host.sock", -100</ws>, "s") = 0`,
+			`10  connect(3<socket:[1]>, {sa_family=0x1, sun_path="s"}, 110) = 0`,
+			`10  unlinkat(-100</ws>, "s", 0) = 0`,
+			`10  connect(3<socket:[1]>, {sa_family=0x1, sun_path="/ws/s"}, 110) = 0`}, []string{"connect /run/host.sock"}},
+		{"dotdot after a link", []string{start, `10  symlink("/etc/ssl", "/ws/l") = 0`, `10  stat("/ws/l/../passwd", 0x1) = 0`}, []string{"read /etc/passwd"}},
+		{"link in a renamed directory", []string{start, `10  symlink("/etc/passwd", "/ws/d/l") = 0`, `10  rename("/ws/d", "/ws/e") = 0`,
+			`10  stat("/ws/e/l", 0x1) = 0`, `10  stat("/ws/d/l", 0x1) = 0`}, []string{"read /etc/passwd"}},
+		{"relative link", []string{start, `10  symlink("../../etc/x", "/ws/d/l") = 0`, `10  stat("/ws/d/l", 0x1) = 0`}, []string{"read /etc/x"}},
+		{"exec through a link", []string{start, `10  symlink("/opt/evil", "/ws/run") = 0`, `10  execve("/ws/run", ["run"], 0x0 /* 1 vars */) = 0`}, []string{"exec /opt/evil"}},
 		{"hostile name", []string{start, `10  openat(-100<\x2f\x77\x73>, "\x2e\x2e\x2f\x61\x0a\x22\xff", 0) = 3<\x2f\x61\x0a\x22\xff>`}, []string{"read /a\n\"\xff"}},
 	}
 	for _, c := range cases {
