@@ -199,7 +199,7 @@ func TestRealConnect(t *testing.T) {
 	}()
 	gone := filepath.Join(host, "gone.sock")
 	ws := t.TempDir()
-	script := `import socket,sys
+	script := `import socket,sys,os
 for p in sys.argv[1:]:
     s=socket.socket(socket.AF_UNIX)
     try: s.connect(p)
@@ -208,11 +208,14 @@ for p in sys.argv[1:]:
 s=socket.socket(socket.AF_UNIX)
 try: s.connect("\0abstract-warden")
 except OSError: pass
+os.symlink(sys.argv[1], "lnk")
+s=socket.socket(socket.AF_UNIX); s.connect("lnk"); s.close()
+os.unlink("lnk")
 `
 	argv := []string{py, "-c", script, sock, gone}
 	rep := judge(t, table(t, ws), ws, argv, runStrace(t, ws, argv...))
-	if f := has(rep, sock, grant.OpConnect); f == nil || f.Syscall != "connect" || f.Result != "0" {
-		t.Errorf("connection to a host socket not listed: %+v", rep.Findings)
+	if f := has(rep, sock, grant.OpConnect); f == nil || f.Syscall != "connect" || f.Result != "0" || f.Count != 2 {
+		t.Errorf("connections to a host socket (directly and through a link the target removed) not listed: %+v", rep.Findings)
 	}
 	for _, f := range rep.Findings {
 		if f.Op == grant.OpConnect && f.Path != sock {
