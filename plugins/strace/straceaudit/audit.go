@@ -73,7 +73,7 @@ func (a *Audit) Judge(ctx context.Context, obs *sdk.Observations) (*sdk.Findings
 	if err != nil {
 		return nil, err
 	}
-	j := &trace.Judge{Table: table.Files, Exec: table.Exec, Real: hostReal, Targets: Targets(spec), TargetPath: spec.GetPath(), Map: SandboxMap(spec), Cwd: spec.GetDir()}
+	j := &trace.Judge{Table: table.Files, Exec: table.Exec, Real: hostReal, Targets: Targets(spec), Map: SandboxMap(spec), Cwd: spec.GetDir()}
 	var rep trace.Report
 	n := 0
 	for {

@@ -43,10 +43,6 @@ type Judge struct {
 	// Targets are the argvs the target may be started with: the spec's, and
 	// the one a confiner runs (bwrap runs the admitted path as argv[0]).
 	Targets [][]string
-	// TargetPath is the admitted real path of the target. A confinement that
-	// cannot set argv[0] (bwrap before 0.9 has no --argv0) starts the target
-	// with this path as argv[0]; the start is recognised either way.
-	TargetPath string
 	// Map turns a path in the sandbox's view into the host's (call
 	// directories appear at /dev/<name>); nil is the identity.
 	Map func(string) string
