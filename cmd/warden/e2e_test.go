@@ -725,3 +725,23 @@ func TestConfinedTargetCannotSeeWithheldFolder(t *testing.T) {
 		t.Fatalf("the hidden tests did not score the run: %+v", rec.Score)
 	}
 }
+
+func TestPreflightListsWhatEveryLegOpened(t *testing.T) {
+	secrets := t.TempDir()
+	once, always := filepath.Join(secrets, "once"), filepath.Join(secrets, "always")
+	must(t, os.WriteFile(once, []byte("1"), 0o644))
+	must(t, os.WriteFile(always, []byte("2"), 0o644))
+	// The legs share the workspace: only the first leg finds no marker.
+	target := fmt.Sprintf("[sh, -c, 'if [ ! -e leg1 ]; then touch leg1; cat %s; fi; cat %s; sh solve.sh']", once, always)
+	dir, p := confined(t, target, "")
+	b, _ := os.ReadFile(p)
+	must(t, os.WriteFile(p, []byte(strings.Replace(string(b), "name: e2e\n", "name: e2e\ntrials: 2\n", 1)), 0o644))
+	r := warden(t, dir, "preflight", p)
+	r.want(t, 3, "always", "grants.read: ["+always+"]", "leg 2")
+	if strings.Contains(r.stdout, once) {
+		t.Fatalf("an access only one leg made was reported:\n%s", r.stdout)
+	}
+	// A pipeline without confinement has nothing to preflight.
+	dir2, p2 := project(t, "[true]", "[sh, eval/check.sh]", "")
+	warden(t, dir2, "preflight", p2).want(t, 2, "confinement: false")
+}

@@ -85,6 +85,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			schemaCommand(),
 			versionCommand(),
 			explainCommand(),
+			preflightCommand(),
 		},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return exitError{code: errdefs.ExitUsage, msg: err.Error()}

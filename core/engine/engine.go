@@ -42,6 +42,10 @@ type Options struct {
 	Stderr     io.Writer // progress lines
 	LogLevel   string    // WARDEN_LOG for plugins and the core's logger
 	Version    string    // warden's version, for the records
+	// Preflight runs the probes, the workspace and the target's legs (one
+	// per trial), confined and audited, and reports the accesses every leg
+	// made; it neither scores nor keeps the run's verdict beyond that.
+	Preflight bool
 	// PrivateBase overrides /tmp as the private root's base (tests only).
 	PrivateBase string
 }
@@ -170,7 +174,50 @@ func (r *run) execute(ctx context.Context) (err error) {
 			return context.Cause(ctx)
 		}
 	}
+	if o.Preflight {
+		r.rec.ObservedMounts = everyLeg(r.rec.Trials)
+		return r.writeRecord()
+	}
 	return r.score(ctx)
+}
+
+// everyLeg is what a preflight reports: the accesses every one of its legs
+// made (spec 001: "preflight exits 3 for a path every one of its legs
+// opened"), so an access that depends on timing does not send the operator
+// after a grant the target does not need. Legs that launched nothing do not
+// count.
+func everyLeg(trials []TrialRecord) []Access {
+	type key struct{ path, op string }
+	count := map[key]int{}
+	first := map[key]Access{}
+	legs := 0
+	var order []key
+	for _, t := range trials {
+		if !t.Launched && t.Refused == "" {
+			continue
+		}
+		legs++
+		seen := map[key]bool{}
+		for _, a := range t.ObservedMounts {
+			k := key{a.Path, a.Op}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if count[k] == 0 {
+				first[k] = a
+				order = append(order, k)
+			}
+			count[k]++
+		}
+	}
+	out := []Access{}
+	for _, k := range order {
+		if count[k] == legs {
+			out = append(out, first[k])
+		}
+	}
+	return out
 }
 
 // writeSARIF writes the observed accesses as audit.sarif, every result
@@ -222,8 +269,12 @@ func (r *run) createRunDir() error {
 		return err
 	}
 	host, _ := os.Hostname()
+	kind := "run"
+	if r.opts.Preflight {
+		kind = "preflight"
+	}
 	r.rec = Record{
-		Schema: RunSchema, InvocationID: id, Status: "running", StartedAt: time.Now().UTC(),
+		Schema: RunSchema, Kind: kind, InvocationID: id, Status: "running", StartedAt: time.Now().UTC(),
 		Pipeline:    PipelineRef{Path: r.p.Path, Digest: r.p.Digest, Name: r.p.Name},
 		Policy:      r.rec.Policy,
 		Host:        HostRecord{OS: runtime.GOOS, Arch: runtime.GOARCH, Hostname: host, UID: os.Getuid(), Kernel: kernelRelease()},

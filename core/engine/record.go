@@ -13,6 +13,7 @@ const RunSchema = "https://warden.run/schema/run-v1.json"
 // last version.
 type Record struct {
 	Schema       string          `json:"schema"`
+	Kind         string          `json:"kind"` // run | preflight
 	InvocationID string          `json:"invocationId"`
 	Status       string          `json:"status"` // running | completed | failed
 	ExitCode     int             `json:"exitCode"`

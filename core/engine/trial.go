@@ -28,7 +28,11 @@ const traceChunk = 1 << 20
 func (r *run) trial(ctx context.Context, i int) error {
 	t := TrialRecord{Index: i, ObservedMounts: []Access{}}
 	defer func() { r.rec.Trials = append(r.rec.Trials, t) }()
-	done := r.prog.step("trial %d: %s", i, strings.Join(r.p.Target.Run, " "))
+	what := "trial"
+	if r.opts.Preflight {
+		what = "leg"
+	}
+	done := r.prog.step("%s %d: %s", what, i, strings.Join(r.p.Target.Run, " "))
 
 	tmp, err := r.parent.CallDir("target-tmp")
 	if err != nil {
