@@ -153,7 +153,7 @@ func (r *run) execute(ctx context.Context) (err error) {
 		for _, sp := range sps {
 			r.plugins[sp.kind] = sp
 		}
-		err = probeAndConfigure(ctx, sps, hostInfo(r.root.Path()), "", r.parent.Dir)
+		err = probeAndConfigure(ctx, r.log, sps, hostInfo(r.root.Path()), "", r.parent.Dir)
 	}
 	done(err, pluginNames(sps))
 	if err != nil {

@@ -83,10 +83,12 @@ func startPlugins(ctx context.Context, rs []resolved, socketDir string, log hclo
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			start := time.Now()
 			pl, err := pluginhost.Launch(ctx, pluginhost.Options{
 				Name: r.found.Name, Path: r.found.Path, SocketDir: socketDir,
 				Logger: log, LogLevel: level,
 			})
+			log.Debug("plugin started", "plugin", r.found.Name, "took", time.Since(start))
 			if err != nil {
 				errs[i] = err
 				return
@@ -118,26 +120,28 @@ func checkStage(sp *stagePlugin) error {
 
 // probeAndConfigure probes every plugin (a plugin that is not healthy stops
 // the run with 12, naming it and its reason) and hands it its `with:`.
-func probeAndConfigure(ctx context.Context, sps []*stagePlugin, host *pb.HostInfo, invocation string, privateDir func(string) (string, error)) error {
+func probeAndConfigure(ctx context.Context, log hclog.Logger, sps []*stagePlugin, host *pb.HostInfo, invocation string, privateDir func(string) (string, error)) error {
 	errs := make([]error, len(sps))
 	var wg sync.WaitGroup
 	for i, sp := range sps {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = probeOne(ctx, sp, host, invocation, privateDir)
+			errs[i] = probeOne(ctx, log, sp, host, invocation, privateDir)
 		}()
 	}
 	wg.Wait()
 	return joinErrs(errs)
 }
 
-func probeOne(ctx context.Context, sp *stagePlugin, host *pb.HostInfo, invocation string, privateDir func(string) (string, error)) error {
+func probeOne(ctx context.Context, log hclog.Logger, sp *stagePlugin, host *pb.HostInfo, invocation string, privateDir func(string) (string, error)) error {
 	pl := sp.plugin
 	c := pb.NewPluginClient(pl.Conn())
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
+	start := time.Now()
 	pr, err := c.Probe(pctx, &pb.ProbeRequest{Host: host})
+	log.Debug("plugin probed", "plugin", pl.Name, "took", time.Since(start))
 	if err != nil {
 		return pl.CallError(pctx, "Probe", err)
 	}
