@@ -106,4 +106,28 @@
 // (/proc/<pid>/root, cwd, fd/<n>, map_files/<range>); the ordinary /dev and
 // /sys places are listed per OS (system_linux.go, system_darwin.go).
 // Access reads no file system and does not allocate for ASCII paths.
+//
+// # Lookups on the way
+//
+// OpLookup is a metadata-only access: the stat family, access/faccessat,
+// readlink, chdir, statfs and the getxattr family. It learns that a name
+// exists and its attributes (mode, owner, size, times, link target), never
+// a file's contents nor a directory's entries; opening a file to read it
+// and listing a directory (getdents) are OpRead. Every program that
+// resolves a path (realpath, getcwd, a shell's cd, Go's os.Getwd, a
+// toolchain looking for go.mod upwards) looks up each directory on the way
+// to the places it was granted, "/" first. So a lookup is allowed
+//
+//   - wherever a read is, and
+//   - on every ancestor of a read place ("/", "/home" and "/home/u" when
+//     /home/u/src is readable), the decision naming the shallowest such
+//     place with the reason "an ancestor of a readable place";
+//
+// and the hidden-place rule comes first, as for every op: a lookup of a
+// hidden place or of anything beneath it is denied under every spelling, a
+// read place that a hidden place covers whole is on no way, and the /proc
+// magic links stay denied. A lookup of a sibling that leads to no read
+// place (/home/v, /root, /data/other) is denied like a read. Reading the
+// names in an ancestor directory is still a read: the rule lets a target
+// walk to its places, not survey what lies beside them.
 package grant

@@ -3,6 +3,7 @@ package grant
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 )
@@ -16,12 +17,25 @@ const (
 	OpExec              // execve: judged by the exec table
 	OpConnect           // connect to a Unix socket by path
 	OpMount             // mount, pivot_root, open_tree…
+	// OpLookup is a metadata-only access: the stat family, access,
+	// readlink, chdir, statfs, the getxattr family. It reveals that a name
+	// exists and its attributes, never a file's contents nor a directory's
+	// entries (reading those is OpRead: open, getdents). A lookup is
+	// allowed wherever a read is, and also on every ancestor of a read
+	// place, since walking to a granted place looks up each directory on
+	// the way ("/", "/home", …): see FileTable.Access.
+	OpLookup
 )
 
-// String renders "read", "write", "exec", "connect" or "mount".
+// String renders "read", "write", "exec", "connect", "mount" or "lookup".
 func (o Op) String() string {
-	return [...]string{"read", "write", "exec", "connect", "mount"}[o]
+	if int(o) >= len(opNames) {
+		return fmt.Sprintf("op(%d)", uint8(o))
+	}
+	return opNames[o]
 }
+
+var opNames = [...]string{"read", "write", "exec", "connect", "mount", "lookup"}
 
 // Places are the places the runtime gives one launch, beyond what the
 // layers grant. Every path is absolute; Compile freezes each to its real
@@ -199,6 +213,14 @@ func (t *FileTable) Exec() *ExecTable { return t.exec }
 //   - a hidden place denies, at any depth and under every spelling;
 //   - a read is allowed within a read place, a write or a connect within a
 //     write place (the deepest such place is reported);
+//   - a lookup (metadata only: stat, access, readlink, chdir…) is allowed
+//     within a read place and on every ancestor of one ("/", "/home" when
+//     /home/u/src is readable): resolving a granted path looks up every
+//     directory on the way, and a lookup of a directory reveals its
+//     attributes, never its entries. The hidden-place rule above still
+//     comes first, so a lookup of a hidden place, or of anything beneath
+//     it, is denied, even where a read place lies beneath it; and a read
+//     place a hidden place covers whole is on no way;
 //   - nothing else is allowed.
 //
 // It does not allocate for an ASCII path outside /proc.
@@ -241,7 +263,32 @@ func (t *FileTable) Access(path string, op Op) Decision {
 			return Decision{Subject: path, Op: op, Verdict: Allow, Rule: r.export()}
 		}
 	}
+	if op == OpLookup {
+		// The shallowest read place beneath path names the way (the set
+		// is deepest first, so the last match).
+		var way *rule
+		for _, r := range set {
+			if within(r.target, path) && !t.hides(r) {
+				way = r
+			}
+		}
+		if way != nil {
+			return Decision{Subject: path, Op: op, Verdict: Allow, Rule: way.export(),
+				Reason: "an ancestor of a readable place: a lookup on the way reveals no contents"}
+		}
+	}
 	return Decision{Subject: path, Op: op, Verdict: Deny, Reason: "no match denies"}
+}
+
+// hides reports whether a hidden place covers the whole of place r: then
+// r is no readable place and no lookup is on the way to it.
+func (t *FileTable) hides(r *rule) bool {
+	for _, h := range t.deny {
+		if within(r.folded, h.folded) {
+			return true
+		}
+	}
+	return false
 }
 
 // pseudoSources name the runtime as the source of the pseudo-file-system rules.

@@ -79,7 +79,7 @@ func procAccess(p string, op Op) (v Verdict, target, reason string, ok bool) {
 			return Allow, "/proc/<pid>/comm", "a thread names itself", true
 		}
 	}
-	if op == OpRead {
+	if op == OpRead || op == OpLookup {
 		return Allow, "/proc", "the target's own /proc", true
 	}
 	return Deny, "", "", false

@@ -38,6 +38,22 @@ type Finding struct {
 // the observer's and the sandbox's own set-up (bwrap's mounts). From then on
 // the pid that started the target and every pid first seen afterwards are
 // judged; a pid seen before the start (bwrap's own processes) is not.
+//
+// Each call is judged with one grant.Op: opening for reading, listing a
+// directory (its open) and linking an old name are reads; the metadata-only
+// calls (the stat family, access/faccessat, readlink, chdir, statfs, the
+// getxattr family) are grant.OpLookup, which the grants allow on the way to
+// a readable place ("/" and every ancestor of a granted path) but never on a
+// hidden place or a sibling; a denied lookup is listed as a read whose rule
+// says "lookup". A call with AT_SYMLINK_NOFOLLOW (and lstat, readlink, the
+// l*xattr calls, unlink, rename, a link's new name…) is judged by the link
+// itself, not what it leads to.
+//
+// Paths are resolved as the kernel walked them at the time of the call:
+// the process's cwd and dirfds, the symbolic and hard links the target made
+// (removed, renamed with their directory), ".." after a link, and the bind
+// mounts the target made (a path beneath a destination is the source's
+// file, until umount).
 type Judge struct {
 	Table Accesser
 	// Targets are the argvs the target may be started with: the spec's, and
@@ -71,6 +87,11 @@ type Judge struct {
 	// links are the symbolic links the target made (absolute link path to
 	// what it leads to, absolute), as they stand at this point of the trace.
 	links map[string]string
+	// binds are the bind mounts the target made (destination to source,
+	// both absolute in the target's view), as they stand: a path beneath a
+	// destination is the source's file. A ".." at a destination's root
+	// leaves to the destination's parent, as the kernel walks it.
+	binds map[string]string
 }
 
 // realOf is the real path of raw (absolute, as the kernel walked it, ".."
@@ -82,8 +103,13 @@ func (j *Judge) realOf(raw string) string {
 		return ""
 	}
 	p, changed := raw, false
-	if len(j.links) > 0 {
+	if len(j.links) > 0 || len(j.binds) > 0 {
 		p, changed = j.walkLinks(raw)
+	}
+	if len(j.binds) > 0 {
+		if b, ok := j.bound(p); ok {
+			p, changed = b, true
+		}
 	}
 	host := j.mapped(p)
 	if j.Real != nil {
@@ -95,6 +121,25 @@ func (j *Judge) realOf(raw string) string {
 		return host
 	}
 	return ""
+}
+
+// bound translates p beneath the deepest bind destination the target made
+// to the source's file.
+func (j *Judge) bound(p string) (string, bool) {
+	best := ""
+	for dst := range j.binds {
+		if (p == dst || strings.HasPrefix(p, dst+"/") || dst == "/") && len(dst) > len(best) {
+			best = dst
+		}
+	}
+	if best == "" {
+		return p, false
+	}
+	src := j.binds[best]
+	if best == "/" {
+		return filepath.Clean(src + p), true
+	}
+	return src + p[len(best):], true
 }
 
 // walkLinks walks raw component by component as the kernel does, replacing
@@ -164,6 +209,37 @@ func (j *Judge) linkEvent(p *proc, name string, args []string) {
 			j.links = map[string]string{}
 		}
 		j.links[link] = to
+	case "link", "linkat":
+		// A hard link is the file it links: judge the new name as the old
+		// one (as it resolved, following a link in its last component only
+		// with AT_SYMLINK_FOLLOW; a hard link to a symbolic link is another
+		// link to the same place).
+		od, oi, nd, ni := -1, 0, -1, 1
+		if name == "linkat" {
+			od, oi, nd, ni = 0, 1, 2, 3
+		}
+		old, ok1 := path(od, oi)
+		nw, ok2 := path(nd, ni)
+		if !ok1 || !ok2 {
+			return
+		}
+		var to string
+		if noFollows(name, args) {
+			dir, last := filepath.Split(old)
+			d, _ := j.walkLinks(dir)
+			to = filepath.Join(d, last)
+			if t, ok := j.links[to]; ok {
+				to = t
+			}
+		} else {
+			to, _ = j.walkLinks(old)
+		}
+		if to != nw {
+			if j.links == nil {
+				j.links = map[string]string{}
+			}
+			j.links[nw] = to
+		}
 	case "unlink", "unlinkat", "rmdir":
 		dirfd, i := -1, 0
 		if name == "unlinkat" {
@@ -408,13 +484,14 @@ type pathSpec struct {
 var specs = map[string][]pathSpec{
 	"open": {{-1, 0, grant.OpRead}}, "openat": {{0, 1, grant.OpRead}}, "openat2": {{0, 1, grant.OpRead}},
 	"creat": {{-1, 0, grant.OpWrite}}, "open_by_handle_at": nil,
-	"stat": {{-1, 0, grant.OpRead}}, "lstat": {{-1, 0, grant.OpRead}}, "newfstatat": {{0, 1, grant.OpRead}},
-	"fstatat64": {{0, 1, grant.OpRead}}, "statx": {{0, 1, grant.OpRead}}, "statfs": {{-1, 0, grant.OpRead}},
-	"access": {{-1, 0, grant.OpRead}}, "faccessat": {{0, 1, grant.OpRead}}, "faccessat2": {{0, 1, grant.OpRead}},
-	"readlink": {{-1, 0, grant.OpRead}}, "readlinkat": {{0, 1, grant.OpRead}},
-	"getxattr": {{-1, 0, grant.OpRead}}, "lgetxattr": {{-1, 0, grant.OpRead}},
-	"listxattr": {{-1, 0, grant.OpRead}}, "llistxattr": {{-1, 0, grant.OpRead}},
-	"chdir": {{-1, 0, grant.OpRead}}, "chroot": {{-1, 0, grant.OpRead}},
+	// Metadata only (grant.OpLookup): allowed on the way to a readable place.
+	"stat": {{-1, 0, grant.OpLookup}}, "lstat": {{-1, 0, grant.OpLookup}}, "newfstatat": {{0, 1, grant.OpLookup}},
+	"fstatat64": {{0, 1, grant.OpLookup}}, "statx": {{0, 1, grant.OpLookup}}, "statfs": {{-1, 0, grant.OpLookup}},
+	"access": {{-1, 0, grant.OpLookup}}, "faccessat": {{0, 1, grant.OpLookup}}, "faccessat2": {{0, 1, grant.OpLookup}},
+	"readlink": {{-1, 0, grant.OpLookup}}, "readlinkat": {{0, 1, grant.OpLookup}},
+	"getxattr": {{-1, 0, grant.OpLookup}}, "lgetxattr": {{-1, 0, grant.OpLookup}},
+	"listxattr": {{-1, 0, grant.OpLookup}}, "llistxattr": {{-1, 0, grant.OpLookup}},
+	"chdir": {{-1, 0, grant.OpLookup}}, "chroot": {{-1, 0, grant.OpRead}},
 	"execve": {{-1, 0, grant.OpExec}}, "execveat": {{0, 1, grant.OpExec}},
 	"mkdir": {{-1, 0, grant.OpWrite}}, "mkdirat": {{0, 1, grant.OpWrite}},
 	"mknod": {{-1, 0, grant.OpWrite}}, "mknodat": {{0, 1, grant.OpWrite}},
@@ -442,6 +519,34 @@ var noFollow = map[string]bool{"lstat": true, "readlink": true, "readlinkat": tr
 	"linkat": true, "mkdir": true, "mkdirat": true, "mknod": true, "mknodat": true, "lchown": true, "lgetxattr": true,
 	"llistxattr": true, "lsetxattr": true, "lremovexattr": true}
 
+// atNoFollow gives the argument index of the flags of the calls that take
+// AT_SYMLINK_NOFOLLOW: with it they work on a link in the last component
+// itself, like noFollow's calls.
+var atNoFollow = map[string]int{"newfstatat": 3, "fstatat64": 3, "statx": 2, "fchownat": 4, "utimensat": 3,
+	"faccessat2": 3, "fchmodat2": 3}
+
+const atSymlinkNofollow = 0x100
+
+// atSymlinkFollow makes linkat follow a link in its old path.
+const atSymlinkFollow = 0x400
+
+// noFollows says whether the call works on a link in the last component
+// itself rather than on what it leads to.
+func noFollows(name string, args []string) bool {
+	if noFollow[name] {
+		if name == "linkat" && len(args) > 4 {
+			f, ok := ParseFlags(args[4], map[string]uint64{"AT_SYMLINK_FOLLOW": atSymlinkFollow})
+			return ok && f&atSymlinkFollow == 0
+		}
+		return true
+	}
+	if i, ok := atNoFollow[name]; ok && i < len(args) {
+		f, fok := ParseFlags(args[i], map[string]uint64{"AT_SYMLINK_NOFOLLOW": atSymlinkNofollow, "AT_EMPTY_PATH": atEmpty})
+		return fok && f&atSymlinkNofollow != 0
+	}
+	return false
+}
+
 // notFound are the errors of a lookup that reached no file.
 var notFound = map[string]bool{"ENOENT": true, "ENOTDIR": true, "EFAULT": true, "EBADF": true, "ENAMETOOLONG": true, "EINVAL": true}
 
@@ -466,6 +571,13 @@ func (j *Judge) call(p *proc, pid int, name, argText string, res Result) {
 	case "connect", "sendto", "sendmsg", "sendmmsg":
 		j.connect(pid, name, args, res)
 		return
+	case "umount2", "umount":
+		if len(j.binds) > 0 && !res.Unknown && res.Errno == "" && len(args) > 0 {
+			if v, _, ok := Unquote(args[0]); ok && v != "" {
+				to, _ := j.walkLinks(join(p.fs.cwd, v))
+				delete(j.binds, to)
+			}
+		}
 	case "mount":
 		j.mount(p, pid, name, args, res)
 		return
@@ -473,7 +585,7 @@ func (j *Judge) call(p *proc, pid int, name, argText string, res Result) {
 	if !res.Unknown && notFound[res.Errno] {
 		return
 	}
-	for _, s := range specs[name] {
+	for i, s := range specs[name] {
 		op := s.op
 		if (name == "open" || name == "openat") && len(args) > s.path+1 {
 			if f, ok := ParseFlags(args[s.path+1], openFlagNames); !ok || f&(oWronly|oRdwr|oCreat|oTrunc) != 0 {
@@ -483,7 +595,9 @@ func (j *Judge) call(p *proc, pid int, name, argText string, res Result) {
 		if name == "openat2" && len(args) > 2 && hasWriteHow(args[2]) {
 			op = grant.OpWrite
 		}
-		j.judgePath(p, pid, name, args, s, op, res)
+		// A link's new name is made, never followed.
+		nf := noFollows(name, args) || (i == 1 && (name == "link" || name == "linkat"))
+		j.judgePath(p, pid, name, args, s, op, nf, res)
 	}
 }
 
@@ -621,7 +735,7 @@ func (j *Judge) base(p *proc, args []string, s pathSpec) (string, bool) {
 	return fd.Path, strings.HasPrefix(fd.Path, "/")
 }
 
-func (j *Judge) judgePath(p *proc, pid int, name string, args []string, s pathSpec, op grant.Op, res Result) {
+func (j *Judge) judgePath(p *proc, pid int, name string, args []string, s pathSpec, op grant.Op, nf bool, res Result) {
 	if s.path >= len(args) {
 		return
 	}
@@ -665,7 +779,7 @@ func (j *Judge) judgePath(p *proc, pid int, name string, args []string, s pathSp
 		(name == "open" || name == "openat" || name == "openat2" || name == "creat") {
 		real = j.mapped(res.Fd.Path) // the file the kernel reached, after every link
 	}
-	j.judgeReal(pid, name, spelled, cands, real, op, res)
+	j.judgeReal(pid, name, nf, spelled, cands, real, op, res)
 }
 
 func join(base, p string) string {
@@ -716,9 +830,9 @@ func (j *Judge) judge(pid int, name, spelled string, cands []string, op grant.Op
 // reaching /usr/lib/x through the system's own link) is not listed. An exec
 // is judged by the exec table with the spelling it was started by and its
 // real path (Exec), or by Access when Exec is nil.
-func (j *Judge) judgeReal(pid int, name, spelled string, cands []string, real string, op grant.Op, res Result) {
+func (j *Judge) judgeReal(pid int, name string, noFollow bool, spelled string, cands []string, real string, op grant.Op, res Result) {
 	if real == "" && strings.HasPrefix(cands[0], "/") {
-		if noFollow[name] {
+		if noFollow {
 			// The call works on the last component itself (a link it
 			// makes or removes): only the directories are followed.
 			dir, last := filepath.Split(strings.TrimSuffix(cands[0], "/"))
@@ -757,8 +871,13 @@ func (j *Judge) judgeReal(pid int, name, spelled string, cands []string, real st
 	}
 }
 
-// list records a denied access once per (path, op), counting repeats.
+// list records a denied access once per (path, op), counting repeats. A
+// denied lookup is listed as a read (the spec's ops are read, write, exec,
+// connect and mount); its rule still says it was a lookup.
 func (j *Judge) list(pid int, name, spelled, host string, op grant.Op, res Result, d grant.Decision) {
+	if op == grant.OpLookup {
+		op = grant.OpRead
+	}
 	k := findingKey{host, op}
 	if i, ok := j.found[k]; ok {
 		j.out[i].Count++
@@ -811,7 +930,7 @@ func (j *Judge) connect(pid int, name string, args []string, res Result) {
 					cands = []string{strings.TrimSuffix(p.fs.cwd, "/") + "/" + v, path}
 				}
 			}
-			j.judgeReal(pid, name, v, cands, "", grant.OpConnect, res)
+			j.judgeReal(pid, name, false, v, cands, "", grant.OpConnect, res)
 		}
 	}
 }
@@ -831,6 +950,20 @@ func (j *Judge) mount(p *proc, pid int, name string, args []string, res Result) 
 		return
 	}
 	path := join(p.fs.cwd, src)
+	if !res.Unknown && res.Errno == "" {
+		// Later paths beneath the destination are the source's files.
+		if dst, _, dok := Unquote(args[1]); dok && dst != "" {
+			from, _ := j.walkLinks(path)
+			if b, ok := j.bound(from); ok {
+				from = b
+			}
+			to, _ := j.walkLinks(join(p.fs.cwd, dst))
+			if j.binds == nil {
+				j.binds = map[string]string{}
+			}
+			j.binds[to] = from
+		}
+	}
 	for _, c := range []string{src, path} {
 		host := c
 		if j.Map != nil {

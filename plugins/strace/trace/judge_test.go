@@ -101,6 +101,35 @@ func TestJudge(t *testing.T) {
 			`10  stat("/ws/e/l", 0x1) = 0`, `10  stat("/ws/d/l", 0x1) = 0`}, []string{"read /etc/passwd"}},
 		{"relative link", []string{start, `10  symlink("../../etc/x", "/ws/d/l") = 0`, `10  stat("/ws/d/l", 0x1) = 0`}, []string{"read /etc/x"}},
 		{"exec through a link", []string{start, `10  symlink("/opt/evil", "/ws/run") = 0`, `10  execve("/ws/run", ["run"], 0x0 /* 1 vars */) = 0`}, []string{"exec /opt/evil"}},
+		{"AT_SYMLINK_NOFOLLOW judges the link itself", []string{start, `10  symlink("/opt/secret", "/ws/l") = 0`,
+			`10  newfstatat(-100</ws>, "/ws/l", {st_mode=S_IFLNK|0777, ...}, 0x100) = 0`,
+			`10  statx(-100</ws>, "l", 0x100|0x800, 0x7ff, {stx_mask=0x17ff, ...}) = 0`,
+			`10  fchownat(-100</ws>, "l", 0, 0, 0x100) = 0`,
+			`10  newfstatat(-100</ws>, "/ws/l", {st_mode=S_IFREG|0644, ...}, 0) = 0`}, []string{"read /opt/secret"}},
+		{"AT_SYMLINK_NOFOLLOW on a link to the outside, then followed", []string{start, `10  symlink("/opt/secret", "/ws/l") = 0`,
+			`10  statx(-100</ws>, "l", 0, 0x7ff, {stx_mask=0x17ff, ...}) = 0`}, []string{"read /opt/secret"}},
+		{"connect through a hard link the target made", []string{start,
+			`10  link("/run/host.sock", "/ws/h") = 0`,
+			`10  connect(3<socket:[1]>, {sa_family=0x1, sun_path="/ws/h"}, 110) = 0`}, []string{"read /run/host.sock", "connect /run/host.sock"}},
+		{"connect through a hard link of a followed symlink", []string{start,
+			`10  symlink("/run/s.sock", "/ws/s") = 0`,
+			`10  linkat(-100</ws>, "s", -100</ws>, "h", 0x400) = 0`,
+			`10  unlink("/ws/s") = 0`,
+			`10  connect(3<socket:[1]>, {sa_family=0x1, sun_path="h"}, 110) = 0`}, []string{"read /run/s.sock", "connect /run/s.sock"}},
+		{"connect through a hard link of a symlink itself", []string{start,
+			`10  symlink("/run/s.sock", "/ws/s") = 0`,
+			`10  linkat(-100</ws>, "s", -100</ws>, "h", 0) = 0`,
+			`10  unlink("/ws/s") = 0`,
+			`10  connect(3<socket:[1]>, {sa_family=0x1, sun_path="/ws/h"}, 110) = 0`}, []string{"connect /run/s.sock"}},
+		{"connect through a bind mount destination", []string{start,
+			`10  mount("/run/dir", "/ws/m", NULL, 0x1000, NULL) = 0`,
+			`10  connect(3<socket:[1]>, {sa_family=0x1, sun_path="/ws/m/host.sock"}, 110) = 0`,
+			`10  stat("/ws/m/../x", 0x1) = 0`,
+			`10  umount2("/ws/m", 0) = 0`,
+			`10  connect(3<socket:[1]>, {sa_family=0x1, sun_path="/ws/m/later.sock"}, 110) = 0`}, []string{"mount /run/dir", "connect /run/dir/host.sock"}},
+		{"a refused bind mount binds nothing", []string{start,
+			`10  mount("/run/dir", "/ws/m", NULL, 0x1000, NULL) = -1 EPERM (Operation not permitted)`,
+			`10  connect(3<socket:[1]>, {sa_family=0x1, sun_path="/ws/m/host.sock"}, 110) = 0`}, []string{"mount /run/dir"}},
 		{"hostile name", []string{start, `10  openat(-100<\x2f\x77\x73>, "\x2e\x2e\x2f\x61\x0a\x22\xff", 0) = 3<\x2f\x61\x0a\x22\xff>`}, []string{"read /a\n\"\xff"}},
 	}
 	for _, c := range cases {
@@ -167,5 +196,43 @@ func TestTargetStartUnderBwrap(t *testing.T) {
 	rep := j.Read(strings.NewReader(strings.Join(lines, "\n") + "\n"))
 	if rep.Error != "" || strings.Join(paths(rep), "|") != "read /etc/shadow" {
 		t.Fatalf("%+v", rep)
+	}
+}
+
+// Metadata lookups on the way to a granted place are not listed; a lookup
+// of a hidden place, of a sibling, or a listing of an ancestor is.
+func TestJudgeLookupOnTheWay(t *testing.T) {
+	places := grant.Places{Workspace: "/ws/proj", Hidden: []string{"/ws/proj/eval", "/priv"}}
+	tb, err := grant.Compile(places, grant.Tools{}, grant.Layer{Name: "pipeline"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := []string{`10  execve("/ws/proj/t", ["t"], 0x0 /* 1 vars */) = 0`,
+		`10  stat("/", {st_mode=S_IFDIR|0755, ...}) = 0`,
+		`10  chdir("/ws") = 0`,
+		`10  newfstatat(-100</ws>, "proj", {st_mode=S_IFDIR|0755, ...}, 0) = 0`,
+		`10  access("/ws", 0x4) = 0`,
+		`10  readlink("/ws", 0x7ffc, 4095) = -1 EINVAL (Invalid argument)`,
+		`10  statfs("/", {f_type=0x794c7630, ...}) = 0`,
+		`10  getxattr("/ws", "security.selinux", 0x0, 0) = -1 ENODATA (No data available)`,
+		`10  chdir("/ws/proj") = 0`,
+		`10  stat("..", {st_mode=S_IFDIR|0755, ...}) = 0`,
+		`10  access("/ws/proj/eval", 0) = 0`,
+		`10  stat("/priv", {st_mode=S_IFDIR|0700, ...}) = 0`,
+		`10  lstat("/ws/other", {st_mode=S_IFDIR|0755, ...}) = 0`,
+		`10  openat(-100</ws/proj>, "/ws", 0x90800) = 3</ws>`,
+		`10  getdents64(3</ws>, 0x5 /* 4 entries */, 32768) = 112`,
+	}
+	j := &Judge{Table: tb.Files, Cwd: "/ws/proj"}
+	rep := j.Read(strings.NewReader(strings.Join(lines, "\n") + "\n"))
+	if rep.Error != "" {
+		t.Fatal(rep.Error)
+	}
+	want := "read /ws/proj/eval|read /priv|read /ws/other|read /ws"
+	if got := strings.Join(paths(rep), "|"); got != want {
+		t.Fatalf("listed %q, want %q", got, want)
+	}
+	if r := rep.Findings[0].Rule; !strings.Contains(r, "lookup /ws/proj/eval") || !strings.Contains(r, "hidden") {
+		t.Errorf("a denied lookup's rule says it was a lookup of a hidden place: %q", r)
 	}
 }
