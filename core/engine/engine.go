@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -76,6 +77,12 @@ type run struct {
 	ws      string // the workspace
 	wsDir   string // the temp directory holding it
 	evalDir string // the withheld folder's private copy
+	wsFacts json.RawMessage
+	// cover lists the host paths every target is denied: the private root,
+	// the runs directory, then what the workspace plugin names. The runs
+	// directory is added by createRunDir while the workspace builds, so
+	// both appends hold coverMu.
+	coverMu sync.Mutex
 	cover   []string
 }
 
@@ -147,23 +154,46 @@ func (r *run) execute(ctx context.Context) (err error) {
 		return err
 	}
 
+	id := rundir.NewInvocationID()
 	done = r.prog.step("start plugins")
 	sps, err := startPlugins(ctx, rs, sockets, r.log, o.LogLevel)
-	if err == nil {
-		for _, sp := range sps {
-			r.plugins[sp.kind] = sp
-		}
-		err = probeAndConfigure(ctx, r.log, sps, hostInfo(r.root.Path()), "", r.parent.Dir)
+	if err != nil {
+		done(err, "")
+		return err
 	}
+	for _, sp := range sps {
+		r.plugins[sp.kind] = sp
+	}
+	// The workspace is built as soon as its plugin is configured, while the
+	// other plugins still probe; a probe that fails cancels the build.
+	bctx, cancelBuild := context.WithCancel(ctx)
+	defer cancelBuild()
+	built := make(chan error, 1)
+	building := false // set by ready, read after probeAndConfigure has waited for it
+	err = probeAndConfigure(ctx, r.log, sps, hostInfo(r.root.Path()), id, r.parent.Dir, func(sp *stagePlugin) {
+		if sp.kind == pipeline.StageWorkspace {
+			building = true
+			go func() { built <- r.buildWorkspace(bctx) }()
+		}
+	})
 	done(err, pluginNames(sps))
 	if err != nil {
+		cancelBuild()
+		if building {
+			<-built
+		}
 		return err
 	}
-
-	if err := r.createRunDir(); err != nil {
+	if err := r.createRunDir(id); err != nil {
+		cancelBuild()
+		<-built
 		return err
 	}
-	if err := r.buildWorkspace(ctx); err != nil {
+	if err := <-built; err != nil {
+		return err
+	}
+	r.rec.Workspace = r.wsFacts
+	if err := r.writeRecord(); err != nil {
 		return err
 	}
 	for i := 1; i <= p.Trials; i++ {
@@ -255,7 +285,7 @@ func pluginNames(sps []*stagePlugin) string {
 	return strings.Join(s, ", ")
 }
 
-func (r *run) createRunDir() error {
+func (r *run) createRunDir(id string) error {
 	runs := r.opts.RunsDir
 	if runs == "" {
 		runs = "runs"
@@ -264,7 +294,6 @@ func (r *run) createRunDir() error {
 	if err != nil {
 		return err
 	}
-	id := rundir.NewInvocationID()
 	if r.w, err = rundir.Create(runs, id); err != nil {
 		return err
 	}
@@ -287,7 +316,9 @@ func (r *run) createRunDir() error {
 			r.rec.Plugins = append(r.rec.Plugins, pluginRecords([]*stagePlugin{sp})...)
 		}
 	}
+	r.coverMu.Lock()
 	r.cover = append(r.cover, r.root.Path(), runs)
+	r.coverMu.Unlock()
 	return r.writeRecord()
 }
 
@@ -330,10 +361,12 @@ func (r *run) buildWorkspace(ctx context.Context) error {
 		done(err, "")
 		return err
 	}
+	r.coverMu.Lock()
 	r.cover = append(r.cover, res.GetCover()...)
-	r.rec.Workspace = rawJSON(res.GetFactsJson())
+	r.coverMu.Unlock()
+	r.wsFacts = rawJSON(res.GetFactsJson())
 	done(nil, "commit "+short(res.GetCommit()))
-	return r.writeRecord()
+	return nil
 }
 
 // finish ends the run: it records the outcome in run.json, seals a

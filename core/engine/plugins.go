@@ -120,14 +120,18 @@ func checkStage(sp *stagePlugin) error {
 
 // probeAndConfigure probes every plugin (a plugin that is not healthy stops
 // the run with 12, naming it and its reason) and hands it its `with:`.
-func probeAndConfigure(ctx context.Context, log hclog.Logger, sps []*stagePlugin, host *pb.HostInfo, invocation string, privateDir func(string) (string, error)) error {
+//
+// ready is called for each plugin once it is configured.
+func probeAndConfigure(ctx context.Context, log hclog.Logger, sps []*stagePlugin, host *pb.HostInfo, invocation string, privateDir func(string) (string, error), ready func(*stagePlugin)) error {
 	errs := make([]error, len(sps))
 	var wg sync.WaitGroup
 	for i, sp := range sps {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = probeOne(ctx, log, sp, host, invocation, privateDir)
+			if errs[i] = probeOne(ctx, log, sp, host, invocation, privateDir); errs[i] == nil {
+				ready(sp)
+			}
 		}()
 	}
 	wg.Wait()
