@@ -450,6 +450,7 @@ func TestRunKilledIsReclaimedNextRun(t *testing.T) {
 	cmd.Wait()
 	// The watchdog ends the target; Pdeathsig ends the plugins.
 	waitNoSleepers(t, tag)
+	waitNoSleepers(t, filepath.Join(binDir, "warden-plugin-"))
 	if parentsOf(t, pid) != 1 {
 		t.Fatal("the killed run's private parent is not there to reclaim")
 	}
