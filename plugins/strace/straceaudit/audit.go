@@ -100,7 +100,7 @@ func (a *Audit) Judge(ctx context.Context, obs *sdk.Observations) (*sdk.Findings
 	if sig := h.GetExit().GetSignal(); sig != "" && !h.GetExit().GetTimedOut() && !h.GetExit().GetStopped() && !sameSignal(sig, rep.FirstKilled) {
 		// strace re-raises the signal that killed its tracee; any other
 		// death by a signal is the observer's own.
-		return failed(f, fmt.Sprintf("strace was killed by %s", sig)), nil
+		return failed(f, fmt.Sprintf("strace itself died by a signal (%s)", sig)), nil
 	}
 	for _, x := range rep.Findings {
 		f.Accesses = append(f.Accesses, &pb.Access{Path: x.Path, Op: x.Op.String(), Syscall: x.Syscall, Pid: int32(x.Pid),
