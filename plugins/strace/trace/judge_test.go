@@ -105,6 +105,7 @@ func TestJudge(t *testing.T) {
 			`10  newfstatat(-100</ws>, "/ws/l", {st_mode=S_IFLNK|0777, ...}, 0x100) = 0`,
 			`10  statx(-100</ws>, "l", 0x100|0x800, 0x7ff, {stx_mask=0x17ff, ...}) = 0`,
 			`10  fchownat(-100</ws>, "l", 0, 0, 0x100) = 0`,
+			`10  statx(-100</ws>, "/ws/l", |0x900, 0xfff, {stx_mask=0x1fff, ...}) = 0`,
 			`10  newfstatat(-100</ws>, "/ws/l", {st_mode=S_IFREG|0644, ...}, 0) = 0`}, []string{"read /opt/secret"}},
 		{"AT_SYMLINK_NOFOLLOW on a link to the outside, then followed", []string{start, `10  symlink("/opt/secret", "/ws/l") = 0`,
 			`10  statx(-100</ws>, "l", 0, 0x7ff, {stx_mask=0x17ff, ...}) = 0`}, []string{"read /opt/secret"}},

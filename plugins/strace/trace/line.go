@@ -456,8 +456,14 @@ func ParseResult(s string) (Result, bool) {
 // or symbolically (`O_WRONLY|O_CREAT`, when known names are given).
 func ParseFlags(s string, names map[string]uint64) (uint64, bool) {
 	var v uint64
-	for _, part := range strings.Split(strings.TrimSpace(s), "|") {
+	parts := strings.Split(strings.TrimSpace(s), "|")
+	for _, part := range parts {
 		part = strings.TrimSpace(part)
+		if part == "" && len(parts) > 1 {
+			// strace 6.1 prints a zero constant as nothing: statx's
+			// AT_STATX_SYNC_AS_STAT|AT_SYMLINK_NOFOLLOW is "|0x900" with -X raw.
+			continue
+		}
 		if n, ok := names[part]; ok {
 			v |= n
 			continue

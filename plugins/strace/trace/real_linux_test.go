@@ -264,3 +264,82 @@ subprocess.run(["/bin/sh","-c","cat "+vsh+" >/dev/null"])
 		t.Errorf("reads from %d processes, want at least 4 (main and thread may share one): %+v", len(pids), rep.Findings)
 	}
 }
+
+// TestRealLookups: cd /, realpath and stat on the way to the workspace are
+// no finding; a stat of a link the target made judges the link itself
+// (AT_SYMLINK_NOFOLLOW), stat -L what it leads to; listing / is a read.
+func TestRealLookups(t *testing.T) {
+	host := t.TempDir()
+	secret := filepath.Join(host, "secret")
+	os.WriteFile(secret, []byte("s"), 0o600)
+	for _, c := range []struct {
+		name   string
+		script string
+		listed []string
+	}{
+		{"on the way", `cd / && cd "$OLDPWD" && realpath . >/dev/null && stat / "$(dirname "$PWD")" >/dev/null && test -d /usr`, nil},
+		{"the link itself", "ln -s " + secret + " l && stat l >/dev/null && readlink l >/dev/null", nil},
+		{"what the link leads to", "ln -s " + secret + " l && stat -L l >/dev/null", []string{secret}},
+		{"a sibling", "stat " + host + " >/dev/null", []string{host}},
+		{"listing /", "ls / >/dev/null", []string{"/"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			argv := []string{"/bin/sh", "-c", c.script}
+			rep := judge(t, table(t, dir), dir, argv, runStrace(t, dir, argv...))
+			var got []string
+			for _, f := range rep.Findings {
+				got = append(got, f.Path)
+			}
+			if strings.Join(got, "|") != strings.Join(c.listed, "|") {
+				t.Fatalf("listed %q, want %q: %+v", got, c.listed, rep.Findings)
+			}
+		})
+	}
+}
+
+// TestRealHardLinkAndBindMount: a connection through a hard link the
+// target made to a host socket, and through the destination of a bind
+// mount it made (in a mount namespace of its own), is listed by the
+// socket's real path.
+func TestRealHardLinkAndBindMount(t *testing.T) {
+	py := python(t)
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("unshare is not installed")
+	}
+	if err := exec.Command("unshare", "-m", "true").Run(); err != nil {
+		t.Skipf("no mount namespace for the test: %v", err)
+	}
+	host := t.TempDir()
+	sock := filepath.Join(host, "host.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	ws := t.TempDir()
+	connect := `import socket,sys
+s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.close()
+`
+	for _, c := range []struct{ name, script string }{
+		{"hard link", "ln " + sock + " h && " + py + " -c '" + connect + "' h && rm h"},
+		{"bind mount destination", "mkdir -p m && mount --bind " + host + " m && " + py + " -c '" + connect + "' m/host.sock; umount m; rmdir m"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			argv := []string{"unshare", "-m", "--propagation", "private", "/bin/sh", "-c", c.script}
+			rep := judge(t, table(t, ws), ws, argv, runStrace(t, ws, argv...))
+			if f := has(rep, sock, grant.OpConnect); f == nil || f.Result != "0" {
+				t.Fatalf("the connection to %s is not listed by its real path: %+v", sock, rep.Findings)
+			}
+		})
+	}
+}
