@@ -13,6 +13,7 @@ all: build
 build:
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/warden ./cmd/warden
+	$(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/warden-supervise ./cmd/warden-supervise
 	@for p in $(PLUGINS); do \
 		echo "$(GO) build -o $(BIN)/warden-plugin-$$p ./plugins/$$p"; \
 		$(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/warden-plugin-$$p ./plugins/$$p || exit 1; \

@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 		cleanup = func() { os.RemoveAll(dir) }
 		binDir = dir
 		root, _ := filepath.Abs("../..")
-		builds := map[string]string{"warden": "./cmd/warden"}
+		builds := map[string]string{"warden": "./cmd/warden", "warden-supervise": "./cmd/warden-supervise"}
 		for _, p := range []string{"workspace", "scorer", "seal"} {
 			builds["warden-plugin-"+p] = "./plugins/" + p
 		}

@@ -23,6 +23,7 @@ func main() {
 	if supervise.Init() {
 		return
 	}
+	supervise.UseHelperBeside()
 	os.Exit(run(os.Args, os.Stdout, os.Stderr))
 }
 

@@ -92,7 +92,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("not starting %s: %w", spec.Path, err)
 	}
-	exe, err := selfExe()
+	exe, err := helperExe()
 	if err != nil {
 		return nil, fmt.Errorf("unable to find the running binary to start %s: %w", spec.Path, err)
 	}

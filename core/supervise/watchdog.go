@@ -69,7 +69,7 @@ func spawnWatchdog() (*Watchdog, error) {
 	if !initialized.Load() {
 		return nil, errNoInit
 	}
-	exe, err := selfExe()
+	exe, err := helperExe()
 	if err != nil {
 		return nil, fmt.Errorf("unable to find the running binary for the watchdog: %w", err)
 	}
