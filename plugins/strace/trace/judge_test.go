@@ -131,6 +131,8 @@ func TestJudge(t *testing.T) {
 		{"a refused bind mount binds nothing", []string{start,
 			`10  mount("/run/dir", "/ws/m", NULL, 0x1000, NULL) = -1 EPERM (Operation not permitted)`,
 			`10  connect(3<socket:[1]>, {sa_family=0x1, sun_path="/ws/m/host.sock"}, 110) = 0`}, []string{"mount /run/dir"}},
+		{"a thread ended inside an unknown call", []string{start, `11  ???( <unfinished ...>`, `11  +++ exited with 0 +++`,
+			`10  openat(-100</ws>, "/etc/x", 0) = 3</etc/x>`}, []string{"read /etc/x"}},
 		{"hostile name", []string{start, `10  openat(-100<\x2f\x77\x73>, "\x2e\x2e\x2f\x61\x0a\x22\xff", 0) = 3<\x2f\x61\x0a\x22\xff>`}, []string{"read /a\n\"\xff"}},
 	}
 	for _, c := range cases {
