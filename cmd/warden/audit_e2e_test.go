@@ -343,3 +343,17 @@ func straceOf(needle string) int {
 	}
 	return 0
 }
+
+// Ordinary programs that resolve paths, start interpreters and walk a
+// repository pass the audit with no finding: realpath, pwd -P, python3,
+// git status, a shell's cd.
+func TestAuditOrdinaryProgramsPass(t *testing.T) {
+	needAudit(t, "git")
+	needPython(t)
+	dir, p := confined(t, fmt.Sprintf(`[sh, -c, 'realpath . && pwd -P && cd .. && cd - && %s -c "import os, json; print(os.getcwd(), os.path.realpath(\".\"))" && git status --porcelain && sh solve.sh']`, py), "")
+	r := warden(t, dir, "run", "--json", p)
+	if obs := observed(t, r); len(obs) != 0 {
+		t.Fatalf("ordinary programs were listed: %v", obs)
+	}
+	r.want(t, 0)
+}
