@@ -125,8 +125,11 @@
 //
 // and the hidden-place rule comes first, as for every op: a lookup of a
 // hidden place or of anything beneath it is denied under every spelling, a
-// read place that a hidden place covers whole is on no way, and the /proc
-// magic links stay denied. A lookup of a sibling that leads to no read
+// read place that a hidden place covers whole is on no way, and a lookup
+// beneath a /proc magic link (/proc/self/root/etc/x) is denied like any
+// access through it; a lookup of the link itself (readlink of
+// /proc/self/fd/0, as glibc's ttyname does) goes nowhere and is allowed. A
+// lookup of a sibling that leads to no read
 // place (/home/v, /root, /data/other) is denied like a read. Reading the
 // names in an ancestor directory is still a read: the rule lets a target
 // walk to its places, not survey what lies beside them.

@@ -49,8 +49,18 @@ var pseudoWrites = []string{
 // /dev/fd is /proc/self/fd under another name: its stdio entries 0, 1 and 2
 // (the descriptors warden handed the target) are ordinary places
 // (pseudoReads), any other /dev/fd/<n> leads anywhere like /proc/self/fd/<n>.
+//
+// A lookup (OpLookup: readlink, stat, access) of a magic link itself, with
+// nothing beneath it, is allowed: it learns the link's target name or the
+// metadata of a file, directory or root the process already holds
+// (glibc's ttyname reads /proc/self/fd/0), and goes nowhere. A lookup
+// beneath one (/proc/self/root/etc/x, /proc/self/fd/3/x) is denied like
+// any access through it.
 func procAccess(p string, op Op) (v Verdict, target, reason string, ok bool) {
 	if n, isFd := strings.CutPrefix(p, "/dev/fd/"); isFd && n != "0" && n != "1" && n != "2" && n != "" {
+		if op == OpLookup && !strings.Contains(n, "/") {
+			return Allow, "/dev/fd/*", "a lookup of a magic link itself: its name or the metadata of what the process holds", true
+		}
 		return Deny, "/dev/fd/*", "leads anywhere: a magic link reopens any file", true
 	}
 	if p != "/proc" && !strings.HasPrefix(p, "/proc/") {
@@ -66,6 +76,9 @@ func procAccess(p string, op Op) (v Verdict, target, reason string, ok bool) {
 			}
 		}
 		name, below := cutComponent(rest)
+		if op == OpLookup && isMagicLink(name, below) {
+			return Allow, "/proc/<pid>/" + name, "a lookup of a magic link itself: its name or the metadata of what the process holds", true
+		}
 		switch {
 		case name == "root":
 			return Deny, "/proc/<pid>/root", "leads anywhere: a magic link to another tree", true
@@ -83,6 +96,18 @@ func procAccess(p string, op Op) (v Verdict, target, reason string, ok bool) {
 		return Allow, "/proc", "the target's own /proc", true
 	}
 	return Deny, "", "", false
+}
+
+// isMagicLink says whether name/below is exactly one of a process's magic
+// links (root, cwd, fd/<n>, map_files/<range>), nothing beneath it.
+func isMagicLink(name, below string) bool {
+	switch name {
+	case "root", "cwd":
+		return below == ""
+	case "fd", "map_files":
+		return below != "" && !strings.Contains(below, "/")
+	}
+	return false
 }
 
 // cutComponent splits "a/b/c" into "a" and "b/c".

@@ -225,13 +225,15 @@ func TestJudgeLookupOnTheWay(t *testing.T) {
 		`10  lstat("/ws/other", {st_mode=S_IFDIR|0755, ...}) = 0`,
 		`10  openat(-100</ws/proj>, "/ws", 0x90800) = 3</ws>`,
 		`10  getdents64(3</ws>, 0x5 /* 4 entries */, 32768) = 112`,
+		`10  readlink("/proc/self/fd/0", "/dev/pts/0", 4095) = 10`,
+		`10  newfstatat(-100</ws/proj>, "/proc/self/root/etc", {st_mode=S_IFDIR|0755, ...}, 0) = 0`,
 	}
 	j := &Judge{Table: tb.Files, Cwd: "/ws/proj"}
 	rep := j.Read(strings.NewReader(strings.Join(lines, "\n") + "\n"))
 	if rep.Error != "" {
 		t.Fatal(rep.Error)
 	}
-	want := "read /ws/proj/eval|read /priv|read /ws/other|read /ws"
+	want := "read /ws/proj/eval|read /priv|read /ws/other|read /ws|read /proc/self/root/etc"
 	if got := strings.Join(paths(rep), "|"); got != want {
 		t.Fatalf("listed %q, want %q", got, want)
 	}
