@@ -571,6 +571,8 @@ func (j *Judge) call(p *proc, pid int, name, argText string, res Result) {
 	case "connect", "sendto", "sendmsg", "sendmmsg":
 		j.connect(pid, name, args, res)
 		return
+	case "move_mount":
+		j.moveMount(p, args, res)
 	case "umount2", "umount":
 		if len(j.binds) > 0 && !res.Unknown && res.Errno == "" && len(args) > 0 {
 			if v, _, ok := Unquote(args[0]); ok && v != "" {
@@ -747,8 +749,10 @@ func (j *Judge) judgePath(p *proc, pid int, name string, args []string, s pathSp
 	base, known := j.base(p, args, s)
 	var cands []string
 	switch {
-	case spelled == "" && (name == "execveat" || strings.HasSuffix(name, "at") || name == "statx"):
-		// AT_EMPTY_PATH: the descriptor itself (an exec of a descriptor).
+	case spelled == "" && s.dirfd >= 0:
+		// AT_EMPTY_PATH (MOVE_MOUNT_F_EMPTY_PATH…): the descriptor itself
+		// (an exec of a descriptor); without it an empty path is ENOENT,
+		// which was skipped above.
 		if name == "execveat" {
 			// An exec of a descriptor itself is listed: it leads anywhere.
 			j.judge(pid, name, spelled, []string{"/proc/self/fd/" + strings.TrimSpace(strings.SplitN(args[s.dirfd], "<", 2)[0])}, op, res)
@@ -935,6 +939,60 @@ func (j *Judge) connect(pid int, name string, args []string, res Result) {
 	}
 }
 
+// rawJoin is p relative to base, ".." left for walkLinks to resolve as
+// the kernel would (after a link, the parent of its target).
+func rawJoin(base, p string) string {
+	if strings.HasPrefix(p, "/") || base == "" {
+		return p
+	}
+	return strings.TrimSuffix(base, "/") + "/" + p
+}
+
+// bind records a bind mount the target made: paths beneath the
+// destination are the source's files from now on.
+func (j *Judge) bind(src, dst string) {
+	from, _ := j.walkLinks(src)
+	if b, ok := j.bound(from); ok {
+		from = b
+	}
+	to, _ := j.walkLinks(dst)
+	if to == from {
+		return
+	}
+	if j.binds == nil {
+		j.binds = map[string]string{}
+	}
+	j.binds[to] = from
+}
+
+// moveMount records the new mount API's bind mount: open_tree(src,
+// OPEN_TREE_CLONE) returns a descriptor -y names by the source's path, and
+// move_mount(fd, "", dirfd, dst, MOVE_MOUNT_F_EMPTY_PATH) attaches it.
+func (j *Judge) moveMount(p *proc, args []string, res Result) {
+	if res.Unknown || res.Errno != "" || len(args) < 4 {
+		return
+	}
+	if from, _, ok := Unquote(args[1]); !ok || from != "" {
+		return
+	}
+	fd, ok := j.fd(args[0])
+	if !ok || !strings.HasPrefix(fd.Path, "/") {
+		return
+	}
+	dst, _, ok := Unquote(args[3])
+	if !ok || dst == "" {
+		return
+	}
+	if !strings.HasPrefix(dst, "/") {
+		base, known := j.base(p, args, pathSpec{dirfd: 2})
+		if !known {
+			return
+		}
+		dst = rawJoin(base, dst)
+	}
+	j.bind(fd.Path, dst)
+}
+
 // mount lists a bind mount whose source is outside the places a target may
 // write (spec 001: "listed by its source").
 func (j *Judge) mount(p *proc, pid int, name string, args []string, res Result) {
@@ -953,22 +1011,17 @@ func (j *Judge) mount(p *proc, pid int, name string, args []string, res Result) 
 	if !res.Unknown && res.Errno == "" {
 		// Later paths beneath the destination are the source's files.
 		if dst, _, dok := Unquote(args[1]); dok && dst != "" {
-			from, _ := j.walkLinks(path)
-			if b, ok := j.bound(from); ok {
-				from = b
-			}
-			to, _ := j.walkLinks(join(p.fs.cwd, dst))
-			if j.binds == nil {
-				j.binds = map[string]string{}
-			}
-			j.binds[to] = from
+			j.bind(rawJoin(p.fs.cwd, src), rawJoin(p.fs.cwd, dst))
 		}
 	}
-	for _, c := range []string{src, path} {
-		host := c
-		if j.Map != nil {
-			host = j.Map(c)
-		}
+	var hosts []string
+	if r := j.realOf(rawJoin(p.fs.cwd, src)); r != "" {
+		// Where the source really is: after the target's links and binds
+		// (realOf gives the host's view).
+		hosts = append(hosts, r)
+	}
+	hosts = append(hosts, j.mapped(src), j.mapped(path))
+	for _, host := range hosts {
 		if d := j.Table.Access(host, grant.OpConnect); d.Allowed() {
 			continue
 		}
