@@ -357,3 +357,21 @@ func TestAuditOrdinaryProgramsPass(t *testing.T) {
 	}
 	r.want(t, 0)
 }
+
+// A thread that calls execve (the leader's pid changes hands) leaves the
+// trace evidence: the run passes, it does not stop with 12.
+func TestAuditExecFromThread(t *testing.T) {
+	needAudit(t)
+	needPython(t)
+	grants := t.TempDir()
+	s := script(t, grants, "thread_exec.py", `import os, threading, time
+threading.Thread(target=lambda: os.execv("/bin/sh", ["sh", "solve.sh"])).start()
+time.sleep(10)
+`)
+	dir, p := confined(t, fmt.Sprintf("[%s, %s]", py, s), fmt.Sprintf("  read: [%s]\n", grants))
+	r := warden(t, dir, "run", "--json", p)
+	r.want(t, 0)
+	if out := trialStdout(t, runDirOf(t, r)); !strings.Contains(out, "solved") {
+		t.Fatalf("the exec'd program did not run: %q", out)
+	}
+}

@@ -116,6 +116,8 @@ func FuzzLine(f *testing.F) {
 		`1  <... openat resumed>) = -1 ENOENT (No such file or directory)`,
 		`1  --- SIGCHLD {si_signo=17} ---`, `1  +++ killed by SIGKILL +++`,
 		`1  execve("/x", ["x"], 0x0 /* 1 vars */ <unfinished ...>`,
+		`2  execve("/x", ["x"], 0x0 /* 1 vars */ <pid changed to 1 ...>`, `1  +++ superseded by execve in pid 2 +++`,
+		`1  <... execve resumed>) = -1 (errno 18446744073709551595)`, `3  ???( <unfinished ...>`,
 	} {
 		f.Add(s)
 	}

@@ -400,6 +400,30 @@ func (j *Judge) Feed(b []byte) error {
 		}
 		j.dropForker(l.Pid)
 		return nil
+	case KindPidChanged:
+		// A thread's execve succeeded: judge it now; the thread carries
+		// on as the leader's pid, where strace resumes the call.
+		j.call(p, l.Pid, l.Name, l.Args, Result{})
+		l.moved = true
+		j.pending[l.Pid] = l
+		return nil
+	case KindSuperseded:
+		// The leader is gone (a call it was inside made it as far as it
+		// got); the thread that exec'd (l.Code) is the leader's pid now.
+		if u, ok := j.pending[l.Pid]; ok && !u.moved {
+			delete(j.pending, l.Pid)
+			j.call(p, l.Pid, u.Name, u.Args, Result{Unknown: true})
+		}
+		j.dropForker(l.Pid)
+		if t, ok := j.procs[l.Code]; ok {
+			j.procs[l.Pid] = t
+			delete(j.procs, l.Code)
+		}
+		if u, ok := j.pending[l.Code]; ok && u.moved {
+			delete(j.pending, l.Code)
+			j.pending[l.Pid] = u
+		}
+		return nil
 	case KindUnfinished:
 		j.pending[l.Pid] = l
 		if isFork(l.Name) {
@@ -408,6 +432,12 @@ func (j *Judge) Feed(b []byte) error {
 		return nil
 	case KindResumed:
 		u, ok := j.pending[l.Pid]
+		if ok && u.moved && u.Name == l.Name {
+			// The exec a thread made, judged when its pid changed; strace
+			// 6.1 prints a meaningless result here ("-1 (errno 1844…)").
+			delete(j.pending, l.Pid)
+			return nil
+		}
 		if !ok || u.Name != l.Name {
 			// strace prints a resume only after its start; a resume
 			// without one is a trace that lost lines.

@@ -141,6 +141,13 @@ func TestJudge(t *testing.T) {
 			`10  connect(3<socket:[1]>, {sa_family=0x1, sun_path="/ws/m/host.sock"}, 110) = 0`}, []string{"mount /run/dir"}},
 		{"a thread ended inside an unknown call", []string{start, `11  ???( <unfinished ...>`, `11  +++ exited with 0 +++`,
 			`10  openat(-100</ws>, "/etc/x", 0) = 3</etc/x>`}, []string{"read /etc/x"}},
+		{"exec from a thread", []string{start,
+			`10  clone3({flags=0x3d0f00, exit_signal=0} => {parent_tid=[11]}, 88) = 11`,
+			`10  openat(-100</ws>, "/etc/fifo", 0 <unfinished ...>`,
+			`11  execve("/opt/evil", ["evil"], 0x0 /* 1 vars */ <pid changed to 10 ...>`,
+			`10  +++ superseded by execve in pid 11 +++`,
+			`10  <... execve resumed>) = -1 (errno 18446744073709551595)`,
+			`10  openat(-100</ws>, "/etc/x", 0) = 3</etc/x>`}, []string{"exec /opt/evil", "read /etc/fifo", "read /etc/x"}},
 		{"hostile name", []string{start, `10  openat(-100<\x2f\x77\x73>, "\x2e\x2e\x2f\x61\x0a\x22\xff", 0) = 3<\x2f\x61\x0a\x22\xff>`}, []string{"read /a\n\"\xff"}},
 	}
 	for _, c := range cases {

@@ -26,6 +26,14 @@ const (
 	KindSignal                 // --- SIGCHLD {...} ---
 	KindExited                 // +++ exited with N +++
 	KindKilled                 // +++ killed by SIGKILL +++
+	// KindPidChanged is an execve a non-leader thread made: it succeeded,
+	// and the thread carries on as the leader's pid (Code):
+	// name(args <pid changed to N ...>
+	KindPidChanged
+	// KindSuperseded ends a thread group's leader whose pid a thread's
+	// execve took over (Code is that thread's pid):
+	// +++ superseded by execve in pid N +++
+	KindSuperseded
 )
 
 // Line is one parsed line of the trace.
@@ -36,9 +44,10 @@ type Line struct {
 	// Args is the raw text of the arguments: for KindUnfinished what was
 	// printed before the call blocked, for KindResumed what follows
 	// "resumed>" up to the closing parenthesis.
-	Args string
-	Ret  string // the raw text after " = " (KindCall, KindResumed)
-	Code int    // the exit code for KindExited
+	Args  string
+	Ret   string // the raw text after " = " (KindCall, KindResumed)
+	Code  int    // the exit code for KindExited; the other pid for KindPidChanged and KindSuperseded
+	moved bool   // a KindPidChanged call waiting for its resume, already judged
 }
 
 // ErrSyntax marks a line the parser cannot read.
@@ -97,6 +106,17 @@ func ParseLine(b []byte) (Line, error) {
 		}
 		l.Name = string(f[0])
 		return l, nil
+	case bytes.HasPrefix(rest, []byte("+++ superseded by execve in pid ")):
+		l.Kind = KindSuperseded
+		f := bytes.Fields(rest[len("+++ superseded by execve in pid "):])
+		if len(f) != 2 || string(f[1]) != "+++" {
+			return l, syntax(b, "bad supersede")
+		}
+		l.Code, err = strconv.Atoi(string(f[0]))
+		if err != nil || l.Code <= 0 {
+			return l, syntax(b, "bad supersede pid")
+		}
+		return l, nil
 	case bytes.HasPrefix(rest, []byte("<... ")):
 		end := bytes.Index(rest[5:], []byte(" resumed>"))
 		if end < 0 {
@@ -120,6 +140,16 @@ func ParseLine(b []byte) (Line, error) {
 	l.Name = string(rest[:open])
 	body := rest[open+1:]
 	const unfinished = " <unfinished ...>"
+	if k := bytes.LastIndex(body, []byte(" <pid changed to ")); k >= 0 && bytes.HasSuffix(body, []byte(" ...>")) &&
+		len(body) > k+len(" <pid changed to ")+len(" ...>") {
+		n, err := strconv.Atoi(string(body[k+len(" <pid changed to ") : len(body)-len(" ...>")]))
+		args := body[:k]
+		if _, _, closed := splitCall(args); err != nil || n <= 0 || closed {
+			return l, syntax(b, "bad pid change")
+		}
+		l.Kind, l.Args, l.Code = KindPidChanged, string(args), n
+		return l, nil
+	}
 	if bytes.HasSuffix(body, []byte(unfinished)) {
 		// The arguments must not close: a closed call followed by the
 		// marker is not a line strace prints.

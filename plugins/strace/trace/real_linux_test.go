@@ -343,3 +343,32 @@ s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.close()
 		})
 	}
 }
+
+// TestRealExecFromThread: a thread that calls execve while others run
+// makes strace print "<pid changed to …>", "+++ superseded by execve …"
+// and a resume of the exec under the leader's pid; the trace stays
+// evidence and the exec is judged.
+func TestRealExecFromThread(t *testing.T) {
+	py := python(t)
+	host := t.TempDir()
+	prog := filepath.Join(host, "prog")
+	b, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skip(err)
+	}
+	if err := os.WriteFile(prog, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	argv := []string{py, "-c", `import threading, os, sys, time
+def go(): os.execv(sys.argv[1], ["prog"])
+threading.Thread(target=go).start(); time.sleep(5)`, prog}
+	tr := runStrace(t, ws, argv...)
+	if !bytes.Contains(tr, []byte("superseded")) {
+		t.Logf("strace printed no superseded line:\n%s", tail(tr))
+	}
+	rep := judge(t, table(t, ws), ws, argv, tr)
+	if has(rep, prog, grant.OpExec) == nil {
+		t.Fatalf("the exec from a thread is not listed: %+v\n%s", rep.Findings, tail(tr))
+	}
+}
