@@ -375,3 +375,23 @@ time.sleep(10)
 		t.Fatalf("the exec'd program did not run: %q", out)
 	}
 }
+
+// A target the time limit ends is still audited: the trace up to its end
+// is evidence (not 12), and what it did before is listed (the listing's
+// exit 3 outranks the timeout's 4).
+func TestAuditTimedOutTarget(t *testing.T) {
+	needAudit(t)
+	secretDir := t.TempDir()
+	secret := filepath.Join(secretDir, "secret.txt")
+	must(t, os.WriteFile(secret, []byte("s\n"), 0o644))
+	dir, p := confined(t, fmt.Sprintf("[sh, -c, 'cat %s; sleep 30']", secret), "")
+	start := time.Now()
+	r := warden(t, dir, "run", "--json", p)
+	r.want(t, 3, "timed out")
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("the run took %v", d)
+	}
+	if listed(observed(t, r), secret, "read") == nil {
+		t.Fatalf("the read before the timeout is not listed: %v", observed(t, r))
+	}
+}
