@@ -7,4 +7,7 @@ import (
 	"github.com/warden-run/warden/plugins/bubblewrap/bwrapplan"
 )
 
-func main() { sdk.Serve(bwrapplan.New()) }
+func main() {
+	bwrapplan.MaybeShim() // the sandbox runs this binary as its shim
+	sdk.Serve(bwrapplan.New())
+}

@@ -40,8 +40,27 @@ type Facts struct {
 	WriteBound  []string      `json:"writeBound"`
 	Exec        string        `json:"exec"`
 	Landlock    string        `json:"landlock"`
-	UnixSockets SocketFacts   `json:"unixSockets"`
-	Argv0       string        `json:"argv0"`
+	// LandlockExec are the sandbox paths beneath which Landlock lets the
+	// target execute, when the layer is in force.
+	LandlockExec []string    `json:"landlockExec,omitempty"`
+	Limits       *LimitFacts `json:"limits,omitempty"`
+	// Shim is the plugin's binary bound at shimPath when the launch runs
+	// through it (limits, Landlock).
+	Shim        string      `json:"shim,omitempty"`
+	UnixSockets SocketFacts `json:"unixSockets"`
+	Argv0       string      `json:"argv0"`
+}
+
+// planOpts is what a plan needs beyond the spec: the configured limits and
+// what the host offers.
+type planOpts struct {
+	cfg Config
+	// shim is the host path of the plugin's binary ("" when unknown).
+	shim string
+	// landlockABI is the kernel's Landlock ABI (0: none, landlockWhy says why).
+	landlockABI int
+	landlockWhy string
+	cgroupV2    bool
 }
 
 // BwrapFact names the bwrap binary that runs the target.
@@ -86,6 +105,10 @@ func depth(p string) int {
 // file system (which covered and granted paths exist, where links lead)
 // and nothing else; it is deterministic for one spec and host.
 func build(bwrap, version string, spec *pb.LaunchSpec, scan socketScan) (*pb.LaunchPlan, error) {
+	return buildWith(bwrap, version, spec, scan, planOpts{landlockWhy: "not probed"})
+}
+
+func buildWith(bwrap, version string, spec *pb.LaunchSpec, scan socketScan, opts planOpts) (*pb.LaunchPlan, error) {
 	if len(spec.GetArgv()) == 0 {
 		return nil, fmt.Errorf("the launch spec has no argv: %w", sdk.ErrInvalidConfig)
 	}
@@ -153,6 +176,9 @@ func build(bwrap, version string, spec *pb.LaunchSpec, scan socketScan) (*pb.Lau
 		n := d.GetName()
 		if n == "" || n == "." || n == ".." || strings.ContainsAny(n, "/\x00") {
 			return nil, fmt.Errorf("call directory name %q is not one path component: %w", n, sdk.ErrInvalidConfig)
+		}
+		if "/dev/"+n == shimPath {
+			return nil, fmt.Errorf("call directory name %q is the shim's place in the sandbox: %w", n, sdk.ErrInvalidConfig)
 		}
 		h := d.GetHostPath()
 		if !filepath.IsAbs(h) || filepath.Clean(h) != h {
@@ -232,6 +258,39 @@ func build(bwrap, version string, spec *pb.LaunchSpec, scan socketScan) (*pb.Lau
 	for _, c := range calls {
 		ms = append(ms, mount{c.Sandbox, 1, []string{"--bind", c.Host, c.Sandbox}})
 	}
+
+	// Limits and the Landlock execute layer: set by the shim in the sandbox.
+	limits, err := limitPlan(opts.cfg, spec.GetUid(), opts.cgroupV2)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", err, sdk.ErrHostUnsupported)
+	}
+	landlock := "not in force: " + opts.landlockWhy
+	execFact := "audited only: bwrap cannot filter exec"
+	var llPaths []string
+	if opts.landlockABI > 0 {
+		allowed, why := landlockExec(table.Exec.Kernel(), append(slices.Clone(covers), coverFiles...), ms)
+		switch {
+		case why != "":
+			landlock = "not in force: " + why
+		case opts.shim == "":
+			landlock = "not in force: the plugin's binary, which applies it in the sandbox, is unknown"
+		default:
+			for _, p := range append(allowed, loaders()...) {
+				llPaths = append(llPaths, rewrite(p, calls))
+			}
+			llPaths = outermost(llPaths)
+			landlock = fmt.Sprintf("in force (ABI %d): execute allowed beneath %d paths, the grant table's allow set and the ELF loaders", opts.landlockABI, len(llPaths))
+			execFact = "audited, and limited by Landlock to the grant table's allow set (the ELF loader can still run a readable file: ld.so <file>)"
+		}
+	}
+	useShim := limits != nil || llPaths != nil
+	if useShim && opts.shim == "" {
+		return nil, fmt.Errorf("the limits need the plugin's shim, whose binary is unknown: %w", sdk.ErrHostUnsupported)
+	}
+	if useShim {
+		ms = append(ms, mount{shimPath, 1, []string{"--ro-bind", opts.shim, shimPath}})
+	}
+
 	slices.SortStableFunc(ms, func(a, b mount) int {
 		return cmp.Or(cmp.Compare(depth(a.dest), depth(b.dest)), cmp.Compare(a.class, b.class), cmp.Compare(a.dest, b.dest))
 	})
@@ -253,8 +312,27 @@ func build(bwrap, version string, spec *pb.LaunchSpec, scan socketScan) (*pb.Lau
 	for _, r := range sortUniq(remount) {
 		tail = append(tail, "--remount-ro", r)
 	}
-	tail = append(tail, "--chdir", rewrite(spec.GetDir(), calls), "--", spec.GetPath())
-	tail = append(tail, spec.GetArgv()[1:]...)
+	tail = append(tail, "--chdir", rewrite(spec.GetDir(), calls), "--")
+	argv0 := "the admitted path (bwrap " + version + " has no --argv0)"
+	if useShim {
+		sc := shimConfig{Exec: llPaths}
+		if llPaths != nil {
+			sc.Landlock = opts.landlockABI
+		}
+		if limits != nil {
+			sc.AS, sc.NProc = limits.MemoryBytes, limits.Pids
+		}
+		cj, err := json.Marshal(sc)
+		if err != nil {
+			return nil, fmt.Errorf("unable to encode the shim's configuration: %w", err)
+		}
+		tail = append(tail, shimPath, shimArg, string(cj), spec.GetPath())
+		tail = append(tail, spec.GetArgv()...)
+		argv0 = "the spec's argv[0] (the shim executes the admitted path with it)"
+	} else {
+		tail = append(tail, spec.GetPath())
+		tail = append(tail, spec.GetArgv()[1:]...)
+	}
 
 	sockFacts, masks, err := maskSockets(scan, ms, calls, spec.GetUid(), len(head)+len(tail))
 	if err != nil {
@@ -283,10 +361,15 @@ func build(bwrap, version string, spec *pb.LaunchSpec, scan socketScan) (*pb.Lau
 		CallDirs:     calls,
 		ReadExposed:  nonNil(reads),
 		WriteBound:   nonNil(writes),
-		Exec:         "audited only: bwrap cannot filter exec",
-		Landlock:     "not in force",
+		Exec:         execFact,
+		Landlock:     landlock,
+		LandlockExec: llPaths,
+		Limits:       limits,
 		UnixSockets:  sockFacts,
-		Argv0:        "the admitted path (bwrap " + version + " has no --argv0)",
+		Argv0:        argv0,
+	}
+	if useShim {
+		facts.Shim = opts.shim + " at " + shimPath
 	}
 	if facts.CallDirs == nil {
 		facts.CallDirs = []CallDirFact{}

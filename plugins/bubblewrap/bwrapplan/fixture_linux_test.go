@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	pb "github.com/warden-run/warden/core/proto/wardenplugin/v1"
@@ -20,6 +21,31 @@ type fixture struct {
 	spec                                             *pb.LaunchSpec
 	// cred, when set, is who runs the plan (the socket scan's view).
 	cred *cred
+	// stdin, when set, is the sandbox's standard input; ctty makes it the
+	// controlling terminal of a new session bwrap starts in.
+	stdin *os.File
+	ctty  bool
+	// with is the plugin's `with:` block (JSON).
+	with string
+}
+
+// plan plans f.spec with the plugin configured by f.with.
+func (f *fixture) plan(t *testing.T) (*pb.LaunchPlan, error) {
+	t.Helper()
+	p := New()
+	if f.with != "" {
+		if err := p.Configure(context.Background(), &pb.ConfigureRequest{WithJson: []byte(f.with)}); err != nil {
+			return nil, err
+		}
+	}
+	plan, err := p.Plan(context.Background(), f.spec)
+	if err == nil && f.cred != nil {
+		var scan socketScan
+		if scan, err = scanSockets("/proc/net/unix", *f.cred); err == nil {
+			plan, err = buildWith(plan.GetArgv()[0], "0.8.0", f.spec, scan, p.planOptions())
+		}
+	}
+	return plan, err
 }
 
 const secret = "s3cr3t-token"
@@ -89,19 +115,19 @@ func (f *fixture) run(t *testing.T, wrap ...string) (stdout, stderr string, code
 
 func (f *fixture) runOnce(t *testing.T, wrap ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	plan, err := New().Plan(context.Background(), f.spec)
-	if err == nil && f.cred != nil {
-		var scan socketScan
-		if scan, err = scanSockets("/proc/net/unix", *f.cred); err == nil {
-			plan, err = build(plan.GetArgv()[0], "0.8.0", f.spec, scan)
-		}
-	}
+	plan, err := f.plan(t)
 	if err != nil {
 		t.Fatalf("plan: %v", err)
 	}
 	argv := append(append([]string{}, wrap...), plan.GetArgv()...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env, cmd.Dir = plan.GetEnv(), plan.GetDir()
+	if f.stdin != nil {
+		cmd.Stdin = f.stdin
+	}
+	if f.ctty {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	}
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err = cmd.Run()

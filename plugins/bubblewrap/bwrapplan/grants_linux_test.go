@@ -22,8 +22,9 @@ func TestViewGrantedPaths(t *testing.T) {
 	}
 	write(t, filepath.Join(mod, "m.go"), "package m\n")
 	f.spec.Grants = []*pb.GrantLayer{{Name: "pipeline",
-		Read:  []*pb.GrantKey{{Text: "~/go/pkg/mod"}},
-		Write: []*pb.GrantKey{{Text: cache}},
+		ExecAllow: []*pb.GrantKey{{Text: "@system"}},
+		Read:      []*pb.GrantKey{{Text: "~/go/pkg/mod"}},
+		Write:     []*pb.GrantKey{{Text: cache}},
 	}}
 	f.spec.Argv[2] = fmt.Sprintf(`cat %q; touch %q/x && echo WROTE-MOD; echo c > %q/c && cat %q/c; cat "$HOME/.ssh/id_ed25519"`, filepath.Join(mod, "m.go"), mod, cache, cache)
 	out, stderr, _ := f.run(t)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -33,7 +34,34 @@ func (p *Plugin) Plan(ctx context.Context, spec *sdk.LaunchSpec) (*sdk.LaunchPla
 	if err != nil {
 		return nil, err
 	}
-	return build(path, version, spec, scan)
+	return buildWith(path, version, spec, scan, p.planOptions())
+}
+
+// shimExe is the plugin's own binary, which the sandbox runs as the shim.
+var shimExe = func() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(exe)
+}
+
+// planOptions are the configured limits and what this host offers.
+func (p *Plugin) planOptions() planOpts {
+	o := planOpts{cfg: p.config(), cgroupV2: fileExists("/sys/fs/cgroup/cgroup.controllers")}
+	if exe, err := shimExe(); err == nil {
+		o.shim = exe
+	}
+	abi, err := landlockABI()
+	switch {
+	case err != nil:
+		o.landlockWhy = "the kernel has no Landlock (" + err.Error() + ")"
+	case abi < 1:
+		o.landlockWhy = "the kernel reports Landlock ABI " + strconv.Itoa(abi)
+	default:
+		o.landlockABI = abi
+	}
+	return o
 }
 
 // versionOf reads bwrap's version once per configuration.
@@ -112,6 +140,12 @@ func (p *Plugin) Probe(ctx context.Context, _ *sdk.HostInfo) *sdk.ProbeResponse 
 		facts["kernel.apparmor_restrict_unprivileged_userns"] = aa
 	}
 	facts["cgroup.v2"] = strconv.FormatBool(fileExists("/sys/fs/cgroup/cgroup.controllers"))
+	facts["limits"] = "rlimit (cgroup delegation is not used)"
+	if abi, err := landlockABI(); err == nil {
+		facts["landlock.abi"] = strconv.Itoa(abi)
+	} else {
+		facts["landlock.abi"] = "0 (" + err.Error() + ")"
+	}
 	switch {
 	case setuid:
 		facts["userns"] = "setuid bwrap"

@@ -21,8 +21,21 @@
 //     services" says; the call directories' sockets (the runtime's own)
 //     stay connectable.
 //
-// bwrap cannot filter exec: exec is audited only, and the capabilities say
-// so (filters_exec false).
+// bwrap cannot filter exec: exec is audited, and the capabilities say so
+// (filters_exec false). When the grant table's exec allow set can be
+// expressed as Landlock rules (no deny carved out of an allowed directory,
+// no name veto) and the kernel has Landlock, the plan adds a Landlock
+// execute layer (landlock.go); run.json's "landlock" says whether it is in
+// force and why not.
+//
+// Resource limits (`with: {memory, pids}`) are rlimits (limits.go): cgroup
+// v2 delegation is not used. A limit rlimits cannot enforce refuses the
+// launch (cpu cores always; pids for root, whom RLIMIT_NPROC does not bind).
+//
+// Limits and Landlock are set by the shim (shim.go): the plugin's own
+// binary, bound read-only at /dev/.warden-shim, which bwrap runs in place
+// of the target; it sets them inside the sandbox and executes the target
+// with the spec's argv. Without limits or Landlock the plan has no shim.
 package bwrapplan
 
 import (
@@ -44,7 +57,16 @@ var withSchema = []byte(`{
   "type": "object",
   "additionalProperties": false,
   "properties": {
-    "bwrap": {"type": "string", "minLength": 1, "description": "the bwrap binary to run (default: bwrap on PATH)"}
+    "bwrap": {"type": "string", "minLength": 1, "description": "the bwrap binary to run (default: bwrap on PATH)"},
+    "memory": {
+      "description": "address space per process (RLIMIT_AS): bytes, or a size such as 2GiB, 512MiB, 1.5GB",
+      "oneOf": [
+        {"type": "integer", "minimum": 1},
+        {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?\\s*(B|KiB|MiB|GiB|TiB|kB|KB|MB|GB|TB)?$"}
+      ]
+    },
+    "pids": {"type": "integer", "minimum": 1, "description": "processes of the target's user in the sandbox (RLIMIT_NPROC); refused for root"},
+    "cpu": {"type": "number", "exclusiveMinimum": 0, "description": "cores; needs cgroup v2 delegation, which this plugin does not use yet: refused"}
   }
 }`)
 
@@ -52,6 +74,10 @@ var withSchema = []byte(`{
 type Config struct {
 	// Bwrap is the bwrap binary: a path, or a name looked up on PATH.
 	Bwrap string `json:"bwrap,omitempty"`
+	// Memory, Pids and CPU are the resource limits (see limitPlan).
+	Memory *Memory  `json:"memory,omitempty"`
+	Pids   *uint64  `json:"pids,omitempty"`
+	CPU    *float64 `json:"cpu,omitempty"`
 }
 
 // Plugin is the bubblewrap confine plugin.
@@ -97,11 +123,20 @@ func (p *Plugin) Configure(_ context.Context, req *sdk.ConfigureRequest) error {
 		if err := dec.Decode(&c); err != nil {
 			return fmt.Errorf("bubblewrap's with: block (%s): %v: %w", w, err, sdk.ErrInvalidConfig)
 		}
+		if (c.Pids != nil && *c.Pids == 0) || (c.CPU != nil && *c.CPU <= 0) {
+			return fmt.Errorf("bubblewrap's with: block (%s): pids and cpu must be positive: %w", w, sdk.ErrInvalidConfig)
+		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cfg, p.version, p.verPath = c, "", ""
 	return nil
+}
+
+func (p *Plugin) config() Config {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cfg
 }
 
 // bwrap is the configured binary's name or path.

@@ -76,3 +76,38 @@ func TestViewUnprivileged(t *testing.T) {
 		t.Errorf("the write to /tmp was not refused: %s", stderr)
 	}
 }
+
+// openToOthers lets another user reach the fixture's temp directories.
+func openToOthers(t *testing.T, f *fixture) {
+	t.Helper()
+	for _, d := range []string{filepath.Dir(f.root), f.root} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// asNobody prepares f to run as the nobody account (root only): the
+// fixture reachable, the writable places nobody's, the socket scan from
+// nobody's view. It returns the setpriv prefix that switches to nobody.
+func asNobody(t *testing.T, f *fixture) ([]string, bool) {
+	t.Helper()
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil || os.Geteuid() != 0 {
+		return nil, false
+	}
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		return nil, false
+	}
+	openToOthers(t, f)
+	nuid, _ := strconv.Atoi(nobody.Uid)
+	ngid, _ := strconv.Atoi(nobody.Gid)
+	f.cred = &cred{uid: uint32(nuid), groups: []uint32{uint32(ngid)}}
+	for _, d := range []string{f.ws, f.call, f.home} {
+		if err := os.Chown(d, nuid, ngid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return []string{setpriv, "--reuid=" + nobody.Uid, "--regid=" + nobody.Gid, "--clear-groups", "--"}, true
+}

@@ -1,0 +1,152 @@
+package bwrapplan
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/warden-run/warden/core/grant"
+	"github.com/warden-run/warden/core/grantwire"
+	pb "github.com/warden-run/warden/core/proto/wardenplugin/v1"
+)
+
+func keys(ss ...string) []*pb.GrantKey {
+	var out []*pb.GrantKey
+	for _, s := range ss {
+		out = append(out, &pb.GrantKey{Text: s})
+	}
+	return out
+}
+
+// TestLandlockExpressible compiles real grant tables and asks whether
+// Landlock's allow-only rules can express their exec verdicts.
+func TestLandlockExpressible(t *testing.T) {
+	ws := t.TempDir()
+	bin := filepath.Join(t.TempDir(), "tools")
+	if err := os.MkdirAll(filepath.Join(bin, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"a", "sub/b"} {
+		if err := os.WriteFile(filepath.Join(bin, f), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, c := range map[string]struct {
+		layer   *pb.GrantLayer
+		covered []string
+		want    []string // allowed paths, or nil
+		why     string
+	}{
+		"dirs": {layer: &pb.GrantLayer{ExecAllow: keys(bin + "/")}, want: []string{bin, ws}},
+		"a file beneath a denied dir": {
+			layer: &pb.GrantLayer{ExecAllow: keys(filepath.Join(bin, "sub", "b")), ExecDeny: keys(bin + "/")},
+			want:  []string{filepath.Join(bin, "sub", "b"), ws},
+		},
+		"a deny beneath an allowed dir": {
+			layer: &pb.GrantLayer{ExecAllow: keys(bin + "/"), ExecDeny: keys(filepath.Join(bin, "sub") + "/")},
+			why:   "carved out of the allowed directory " + bin,
+		},
+		"a denied file beneath an allowed dir": {
+			layer: &pb.GrantLayer{ExecAllow: keys(bin + "/"), ExecDeny: keys(filepath.Join(bin, "a"))},
+			why:   "carved out",
+		},
+		"a name veto": {
+			layer: &pb.GrantLayer{ExecAllow: keys(bin + "/"), ExecDeny: keys("sudo")},
+			why:   "carved out",
+		},
+		"a covered deny is vacuous": {
+			layer:   &pb.GrantLayer{ExecAllow: keys(bin + "/"), ExecDeny: keys(filepath.Join(bin, "sub") + "/")},
+			covered: []string{filepath.Join(bin, "sub")},
+			want:    []string{bin, ws},
+		},
+		"no layer": {why: "admits no program"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var layers []grant.Layer
+			if c.layer != nil {
+				c.layer.Name = "pipeline"
+				layers = append(layers, grantwire.FromProto(c.layer))
+			}
+			table, err := grant.Compile(grant.Places{Workspace: ws}, grant.Tools{}, layers...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, why := landlockExec(table.Exec.Kernel(), c.covered, nil)
+			if c.want != nil && (why != "" || !slices.Equal(got, sortUniq(c.want))) {
+				t.Errorf("got %q (%s), want %q", got, why, c.want)
+			}
+			if c.want == nil && (got != nil || !strings.Contains(why, c.why)) {
+				t.Errorf("got %q, reason %q; want none, reason naming %q", got, why, c.why)
+			}
+		})
+	}
+}
+
+// TestViewLandlockExec grants exec of the shell alone: a program outside
+// the allow set fails with EACCES, the shell and the workspace's programs
+// run, and PID 1 of the sandbox is outside the target's domain.
+func TestViewLandlockExec(t *testing.T) {
+	needBwrap(t)
+	abi, err := landlockABI()
+	if err != nil || abi < 1 {
+		t.Skipf("the kernel has no Landlock: %v", err)
+	}
+	f := newFixture(t, "")
+	sh, _ := filepath.EvalSymlinks("/bin/sh")
+	id := filepath.Join(f.ws, "my-id")
+	b, err := os.ReadFile("/usr/bin/id")
+	if err != nil {
+		t.Skip("no /usr/bin/id")
+	}
+	if err := os.WriteFile(id, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.spec.Grants = []*pb.GrantLayer{{Name: "pipeline", ExecAllow: keys("/bin/sh", escapeBin)}}
+	f.spec.Argv[2] = fmt.Sprintf(`%q -u >/dev/null && echo WS-OK; /usr/bin/id -u && echo ID-RAN; %q ptrace:1; cp /etc/hostname "$PWD/h" && echo CP-RAN; echo done`, id, escapeBin)
+	out, stderr, code := f.run(t)
+	want := "WS-OK\nptrace:1 operation not permitted\ndone\n"
+	if code != 0 || out != want {
+		t.Errorf("exit %d stdout %q want %q stderr %q", code, out, want, stderr)
+	}
+	if n := strings.Count(stderr, "Permission denied"); n != 2 {
+		t.Errorf("want id and cp refused (EACCES), stderr %q", stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(f.ws, "h")); err == nil {
+		t.Errorf("cp ran")
+	}
+	fc := planFacts(t, f)
+	if !strings.HasPrefix(fc.Landlock, fmt.Sprintf("in force (ABI %d)", abi)) || !slices.Contains(fc.LandlockExec, sh) || !slices.Contains(fc.LandlockExec, f.ws) || fc.Shim == "" {
+		t.Errorf("facts landlock %q exec %q shim %q", fc.Landlock, fc.LandlockExec, fc.Shim)
+	}
+	if slices.Contains(fc.LandlockExec, "/usr/bin") || slices.Contains(fc.LandlockExec, "/usr") {
+		t.Errorf("the allow set is wider than granted: %q", fc.LandlockExec)
+	}
+}
+
+// TestPlanLandlockNotInForce records why, and plans no shim.
+func TestPlanLandlockNotInForce(t *testing.T) {
+	f := newFixture(t, "true")
+	f.spec.Grants = []*pb.GrantLayer{{Name: "pipeline", ExecAllow: keys("@system"), ExecDeny: keys("sudo")}}
+	for _, c := range []struct {
+		opts planOpts
+		want string
+	}{
+		{planOpts{landlockWhy: "the kernel has no Landlock (function not implemented)", shim: "/x/shim"}, "not in force: the kernel has no Landlock"},
+		{planOpts{landlockABI: 7, shim: "/x/shim"}, "not in force: the deny of name sudo is carved out"},
+	} {
+		plan, err := buildWith("/usr/bin/bwrap", "0.8.0", f.spec, socketScan{}, c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fc Facts
+		if err := jsonUnmarshal(plan.GetFactsJson(), &fc); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(fc.Landlock, c.want) || fc.Shim != "" || fc.Exec != "audited only: bwrap cannot filter exec" || slices.Contains(plan.GetArgv(), shimPath) {
+			t.Errorf("landlock %q exec %q shim %q, want %q", fc.Landlock, fc.Exec, fc.Shim, c.want)
+		}
+	}
+}
