@@ -372,3 +372,34 @@ threading.Thread(target=go).start(); time.sleep(5)`, prog}
 		t.Fatalf("the exec from a thread is not listed: %+v\n%s", rep.Findings, tail(tr))
 	}
 }
+
+// TestRealWorkloadsAreEvidence: ordinary workloads (git, a Go program of
+// many goroutines, Python multiprocessing and threads ended by os._exit,
+// signals and job control, killed and stopped children, an itimer
+// interrupting calls) keep the trace parseable evidence: the lines strace
+// prints for them ("???", resumes, pid changes, kills) are all read.
+func TestRealWorkloadsAreEvidence(t *testing.T) {
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "main.go"), []byte("package main\n\nimport (\n\t\"fmt\"\n\t\"sync\"\n)\n\nfunc main() {\n\tvar wg sync.WaitGroup\n\tfor i := 0; i < 50; i++ {\n\t\twg.Add(1)\n\t\tgo func() { defer wg.Done(); _ = fmt.Sprint(i) }()\n\t}\n\twg.Wait()\n}\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "go.mod"), []byte("module x\n\ngo 1.22\n"), 0o644)
+	py := python(t)
+	cmds := [][]string{
+		{"/bin/sh", "-c", "git init -q r && cd r && echo a > a && git add a && git -c user.name=a -c user.email=a@a commit -qm a && git clone -q . ../c && cd .. && rm -rf r c"},
+		{"/bin/sh", "-c", "sleep 5 & kill -9 $!; wait; timeout -s KILL 0.2 cat /dev/zero >/dev/null; sleep 1 & p=$!; kill -STOP $p; kill -CONT $p; wait"},
+		{py, "-c", "import os,signal\nsignal.signal(signal.SIGALRM, lambda *a: None)\nsignal.setitimer(signal.ITIMER_REAL, 0.001, 0.001)\nfor i in range(2000): os.stat('/etc/hostname'); open('/etc/hostname').close()"},
+		{py, "-c", "import threading,os\nts=[threading.Thread(target=lambda: [os.stat('/etc') for _ in range(300)]) for _ in range(8)]\n[t.start() for t in ts]\nos._exit(0)"},
+		{py, "-c", "import multiprocessing as m\nif __name__=='__main__':\n  with m.Pool(4) as p: print(sum(p.map(abs, range(1000))))"},
+	}
+	if gobin, err := exec.LookPath("go"); err == nil {
+		cmds = append(cmds, []string{gobin, "run", "."})
+	}
+	for _, c := range cmds {
+		if _, err := exec.LookPath(c[0]); err != nil {
+			continue
+		}
+		rep := judge(t, table(t, ws), ws, c, runStrace(t, ws, c...)) // fails on a trace that is no evidence
+		if !rep.Started || rep.Lines < 10 {
+			t.Errorf("%v: %d lines, started %v", c, rep.Lines, rep.Started)
+		}
+	}
+}
