@@ -5,9 +5,10 @@ package main
 import (
 	"github.com/warden-run/warden/core/sdk"
 	"github.com/warden-run/warden/plugins/bubblewrap/bwrapplan"
+	"github.com/warden-run/warden/plugins/bubblewrap/bwrapshim"
 )
 
 func main() {
-	bwrapplan.MaybeShim() // the sandbox runs this binary as its shim
+	bwrapshim.Main() // without warden-bwrap-shim beside it, the sandbox runs this binary as its shim
 	sdk.Serve(bwrapplan.New())
 }

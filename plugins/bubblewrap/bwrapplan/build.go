@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"github.com/warden-run/warden/plugins/bubblewrap/bwrapshim"
 	"os"
 	"path/filepath"
 	"slices"
@@ -44,7 +45,7 @@ type Facts struct {
 	// target execute, when the layer is in force.
 	LandlockExec []string    `json:"landlockExec,omitempty"`
 	Limits       *LimitFacts `json:"limits,omitempty"`
-	// Shim is the plugin's binary bound at shimPath when the launch runs
+	// Shim is the shim binary bound at bwrapshim.Path when the launch runs
 	// through it (limits, Landlock).
 	Shim        string      `json:"shim,omitempty"`
 	UnixSockets SocketFacts `json:"unixSockets"`
@@ -177,7 +178,7 @@ func buildWith(bwrap, version string, spec *pb.LaunchSpec, scan socketScan, opts
 		if n == "" || n == "." || n == ".." || strings.ContainsAny(n, "/\x00") {
 			return nil, fmt.Errorf("call directory name %q is not one path component: %w", n, sdk.ErrInvalidConfig)
 		}
-		if "/dev/"+n == shimPath {
+		if "/dev/"+n == bwrapshim.Path {
 			return nil, fmt.Errorf("call directory name %q is the shim's place in the sandbox: %w", n, sdk.ErrInvalidConfig)
 		}
 		h := d.GetHostPath()
@@ -288,7 +289,7 @@ func buildWith(bwrap, version string, spec *pb.LaunchSpec, scan socketScan, opts
 		return nil, fmt.Errorf("the limits need the plugin's shim, whose binary is unknown: %w", sdk.ErrHostUnsupported)
 	}
 	if useShim {
-		ms = append(ms, mount{shimPath, 1, []string{"--ro-bind", opts.shim, shimPath}})
+		ms = append(ms, mount{bwrapshim.Path, 1, []string{"--ro-bind", opts.shim, bwrapshim.Path}})
 	}
 
 	slices.SortStableFunc(ms, func(a, b mount) int {
@@ -315,7 +316,7 @@ func buildWith(bwrap, version string, spec *pb.LaunchSpec, scan socketScan, opts
 	tail = append(tail, "--chdir", rewrite(spec.GetDir(), calls), "--")
 	argv0 := "the admitted path (bwrap " + version + " has no --argv0)"
 	if useShim {
-		sc := shimConfig{Exec: llPaths}
+		sc := bwrapshim.Config{Exec: llPaths}
 		if llPaths != nil {
 			sc.Landlock = opts.landlockABI
 		}
@@ -326,7 +327,7 @@ func buildWith(bwrap, version string, spec *pb.LaunchSpec, scan socketScan, opts
 		if err != nil {
 			return nil, fmt.Errorf("unable to encode the shim's configuration: %w", err)
 		}
-		tail = append(tail, shimPath, shimArg, string(cj), spec.GetPath())
+		tail = append(tail, bwrapshim.Path, bwrapshim.Arg, string(cj), spec.GetPath())
 		tail = append(tail, spec.GetArgv()...)
 		argv0 = "the spec's argv[0] (the shim executes the admitted path with it)"
 	} else {
@@ -369,7 +370,7 @@ func buildWith(bwrap, version string, spec *pb.LaunchSpec, scan socketScan, opts
 		Argv0:        argv0,
 	}
 	if useShim {
-		facts.Shim = opts.shim + " at " + shimPath
+		facts.Shim = opts.shim + " at " + bwrapshim.Path
 	}
 	if facts.CallDirs == nil {
 		facts.CallDirs = []CallDirFact{}

@@ -2,6 +2,7 @@ package bwrapplan
 
 import (
 	"fmt"
+	"github.com/warden-run/warden/plugins/bubblewrap/bwrapshim"
 	"os"
 	"path/filepath"
 	"slices"
@@ -90,7 +91,7 @@ func TestLandlockExpressible(t *testing.T) {
 // run, and PID 1 of the sandbox is outside the target's domain.
 func TestViewLandlockExec(t *testing.T) {
 	needBwrap(t)
-	abi, err := landlockABI()
+	abi, err := bwrapshim.LandlockABI()
 	if err != nil || abi < 1 {
 		t.Skipf("the kernel has no Landlock: %v", err)
 	}
@@ -104,8 +105,8 @@ func TestViewLandlockExec(t *testing.T) {
 	if err := os.WriteFile(id, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f.spec.Grants = []*pb.GrantLayer{{Name: "pipeline", ExecAllow: keys("/bin/sh", escapeBin)}}
-	f.spec.Argv[2] = fmt.Sprintf(`%q -u >/dev/null && echo WS-OK; /usr/bin/id -u && echo ID-RAN; %q ptrace:1; cp /etc/hostname "$PWD/h" && echo CP-RAN; echo done`, id, escapeBin)
+	f.spec.Grants = []*pb.GrantLayer{{Name: "pipeline", ExecAllow: keys("/bin/sh", helperBin)}}
+	f.spec.Argv[2] = fmt.Sprintf(`%q -u >/dev/null && echo WS-OK; /usr/bin/id -u && echo ID-RAN; %q %s ptrace:1; cp /etc/hostname "$PWD/h" && echo CP-RAN; echo done`, id, helperBin, escapeArg)
 	out, stderr, code := f.run(t)
 	want := "WS-OK\nptrace:1 operation not permitted\ndone\n"
 	if code != 0 || out != want {
@@ -145,8 +146,29 @@ func TestPlanLandlockNotInForce(t *testing.T) {
 		if err := jsonUnmarshal(plan.GetFactsJson(), &fc); err != nil {
 			t.Fatal(err)
 		}
-		if !strings.HasPrefix(fc.Landlock, c.want) || fc.Shim != "" || fc.Exec != "audited only: bwrap cannot filter exec" || slices.Contains(plan.GetArgv(), shimPath) {
+		if !strings.HasPrefix(fc.Landlock, c.want) || fc.Shim != "" || fc.Exec != "audited only: bwrap cannot filter exec" || slices.Contains(plan.GetArgv(), bwrapshim.Path) {
 			t.Errorf("landlock %q exec %q shim %q, want %q", fc.Landlock, fc.Exec, fc.Shim, c.want)
 		}
+	}
+}
+
+func TestShimBeside(t *testing.T) {
+	dir := t.TempDir()
+	plugin := filepath.Join(dir, "warden-plugin-bubblewrap")
+	if got := shimBeside(plugin); got != plugin {
+		t.Errorf("without a shim beside it: %s", got)
+	}
+	shim := filepath.Join(dir, bwrapshim.Binary)
+	if err := os.WriteFile(shim, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := shimBeside(plugin); got != plugin {
+		t.Errorf("with a shim that is not executable: %s", got)
+	}
+	if err := os.Chmod(shim, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := shimBeside(plugin); got != shim {
+		t.Errorf("with the shim beside it: %s", got)
 	}
 }

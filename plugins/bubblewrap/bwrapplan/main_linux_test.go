@@ -2,19 +2,20 @@ package bwrapplan
 
 import (
 	"fmt"
+	"github.com/warden-run/warden/plugins/bubblewrap/bwrapshim"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 )
 
-// escapeBin is testdata/escape, built once for the package's tests in a
-// directory every user can reach (the tests also run the sandbox as
-// nobody), removed when they end.
-var escapeBin string
+// helperBin is a copy of this test binary in a directory every user can
+// reach (the tests also run the sandbox as nobody), removed when they end:
+// the plans' shim, and the tests' sandboxed programs (helpers_linux_test.go).
+var helperBin string
 
 func TestMain(m *testing.M) {
-	MaybeShim() // the plans run this test binary as their shim
+	bwrapshim.Main() // the plans run this test binary as their shim
+	helperMain()
 	os.Exit(testMain(m))
 }
 
@@ -29,23 +30,18 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	escapeBin = filepath.Join(dir, "escape")
-	if out, err := exec.Command("go", "build", "-o", escapeBin, "./testdata/escape").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build ./testdata/escape: %v\n%s", err, out)
-		return 1
-	}
-	// the shim: this test binary, where nobody can reach it too
+	helperBin = filepath.Join(dir, "helper")
 	self, err := os.Executable()
 	if err == nil {
 		var b []byte
 		if b, err = os.ReadFile(self); err == nil {
-			err = os.WriteFile(filepath.Join(dir, "shim"), b, 0o755)
+			err = os.WriteFile(helperBin, b, 0o755)
 		}
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "copying the test binary as the shim:", err)
+		fmt.Fprintln(os.Stderr, "copying the test binary:", err)
 		return 1
 	}
-	shimExe = func() (string, error) { return filepath.Join(dir, "shim"), nil }
+	shimExe = func() (string, error) { return helperBin, nil }
 	return m.Run()
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/warden-run/warden/plugins/bubblewrap/bwrapshim"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,13 +38,32 @@ func (p *Plugin) Plan(ctx context.Context, spec *sdk.LaunchSpec) (*sdk.LaunchPla
 	return buildWith(path, version, spec, scan, p.planOptions())
 }
 
-// shimExe is the plugin's own binary, which the sandbox runs as the shim.
+// shimExe is the shim the sandbox runs: warden-bwrap-shim beside the
+// plugin's binary (it starts in a few milliseconds), else the plugin's own
+// binary (which serves as the shim too, but starts slower: it carries the
+// plugin SDK).
 var shimExe = func() (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return "", err
 	}
-	return filepath.EvalSymlinks(exe)
+	if exe, err = filepath.EvalSymlinks(exe); err != nil {
+		return "", err
+	}
+	return shimBeside(exe), nil
+}
+
+// shimBeside is warden-bwrap-shim in exe's directory when it is there, else exe.
+func shimBeside(exe string) string {
+	if s := filepath.Join(filepath.Dir(exe), bwrapshim.Binary); isExecutable(s) {
+		return s
+	}
+	return exe
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
 // planOptions are the configured limits and what this host offers.
@@ -52,7 +72,7 @@ func (p *Plugin) planOptions() planOpts {
 	if exe, err := shimExe(); err == nil {
 		o.shim = exe
 	}
-	abi, err := landlockABI()
+	abi, err := bwrapshim.LandlockABI()
 	switch {
 	case err != nil:
 		o.landlockWhy = "the kernel has no Landlock (" + err.Error() + ")"
@@ -141,7 +161,7 @@ func (p *Plugin) Probe(ctx context.Context, _ *sdk.HostInfo) *sdk.ProbeResponse 
 	}
 	facts["cgroup.v2"] = strconv.FormatBool(fileExists("/sys/fs/cgroup/cgroup.controllers"))
 	facts["limits"] = "rlimit (cgroup delegation is not used)"
-	if abi, err := landlockABI(); err == nil {
+	if abi, err := bwrapshim.LandlockABI(); err == nil {
 		facts["landlock.abi"] = strconv.Itoa(abi)
 	} else {
 		facts["landlock.abi"] = "0 (" + err.Error() + ")"

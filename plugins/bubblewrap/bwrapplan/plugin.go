@@ -32,10 +32,12 @@
 // v2 delegation is not used. A limit rlimits cannot enforce refuses the
 // launch (cpu cores always; pids for root, whom RLIMIT_NPROC does not bind).
 //
-// Limits and Landlock are set by the shim (shim.go): the plugin's own
-// binary, bound read-only at /dev/.warden-shim, which bwrap runs in place
-// of the target; it sets them inside the sandbox and executes the target
-// with the spec's argv. Without limits or Landlock the plan has no shim.
+// Limits and Landlock are set by the shim (package bwrapshim): the
+// warden-bwrap-shim binary beside the plugin's (or, without it, the
+// plugin's own binary), bound read-only at /dev/.warden-shim, which bwrap
+// runs in place of the target; it sets them inside the sandbox and
+// executes the target with the spec's argv. Without limits or Landlock the
+// plan has no shim.
 package bwrapplan
 
 import (

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -111,15 +110,6 @@ func TestMaskSocketsRoom(t *testing.T) {
 func TestViewSocketsMasked(t *testing.T) {
 	needBwrap(t)
 	f := newFixture(t, "")
-	bin := filepath.Join(t.TempDir(), "connect")
-	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/connect").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	// the helper must be reachable in the view: put it in the workspace
-	helper := filepath.Join(f.ws, "connect")
-	if b, err := os.ReadFile(bin); err != nil || os.WriteFile(helper, b, 0o755) != nil {
-		t.Fatal(err)
-	}
 	svc := filepath.Join(f.root, "svc")
 	if err := os.Mkdir(svc, 0o755); err != nil {
 		t.Fatal(err)
@@ -156,7 +146,7 @@ func TestViewSocketsMasked(t *testing.T) {
 	tcp := listen("tcp", "127.0.0.1:0").Addr().String()
 
 	dev := "/dev/" + filepath.Base(f.call)
-	f.spec.Path, f.spec.Argv = helper, []string{"connect", "unix:" + agent, "unix:" + moved, "unix:" + dev + "/bridge.sock", "abstract:" + abstract, "tcp:" + tcp}
+	f.spec.Path, f.spec.Argv = helperBin, []string{"connect", connectArg, "unix:" + agent, "unix:" + moved, "unix:" + dev + "/bridge.sock", "abstract:" + abstract, "tcp:" + tcp}
 	out, stderr, code := f.run(t)
 	want := strings.Join([]string{
 		"unix:" + agent + " connection refused",

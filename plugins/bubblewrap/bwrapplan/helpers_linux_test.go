@@ -1,18 +1,49 @@
-// Command escape tries each attack it is named (see attacks) inside the
-// sandbox and prints one line each: "<attack> ok" when the kernel let it
-// through, or "<attack> <errno text>". The escape tests run it under the
-// planned bwrap and, as a control, bare.
-package main
+package bwrapplan
 
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 )
+
+// The sandboxed programs of the tests are this test binary (helperBin, a
+// copy every user can reach) run with a mode as its first argument, so the
+// suite needs no toolchain at run time (it runs as an unprivileged user
+// too):
+//
+//   - escapeArg ATTACK...: tries each attack (see attacks) and prints one
+//     line each: "<attack> ok" when the kernel let it through, or
+//     "<attack> <errno text>";
+//   - connectArg ADDRESS...: tries each address (unix:/path,
+//     abstract:name, tcp:host:port) and prints "<address> ok" or the
+//     error number's text.
+const (
+	escapeArg  = "--warden-test-escape"
+	connectArg = "--warden-test-connect"
+)
+
+// helperMain runs a mode and exits, when the binary was started in one.
+func helperMain() {
+	if len(os.Args) < 2 {
+		return
+	}
+	switch os.Args[1] {
+	case escapeArg:
+		escapeMain(os.Args[2:])
+	case connectArg:
+		connectMain(os.Args[2:])
+	default:
+		return
+	}
+	os.Exit(0)
+}
 
 const (
 	tiocsti = 0x5412
@@ -83,8 +114,9 @@ func sti(a string, cmd uintptr) error {
 	return nil
 }
 
-func main() {
-	for _, a := range os.Args[1:] {
+func escapeMain(args []string) {
+	runtime.LockOSThread() // ptrace requests come from the attaching thread
+	for _, a := range args {
 		name, arg, _ := strings.Cut(a, ":")
 		f, ok := attacks[name]
 		if !ok {
@@ -99,6 +131,29 @@ func main() {
 		case errors.As(err, &errno):
 			fmt.Println(a, errno.Error())
 		default:
+			fmt.Println(a, err)
+		}
+	}
+}
+
+func connectMain(args []string) {
+	for _, a := range args {
+		kind, addr, _ := strings.Cut(a, ":")
+		network := kind
+		switch kind {
+		case "abstract":
+			network, addr = "unix", "@"+addr
+		}
+		c, err := net.DialTimeout(network, addr, 2*time.Second)
+		if err == nil {
+			c.Close()
+			fmt.Println(a, "ok")
+			continue
+		}
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			fmt.Println(a, errno.Error())
+		} else {
 			fmt.Println(a, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package bwrapplan
+package bwrapshim
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func runShim(c shimConfig, path string, argv []string) error {
+func run(c Config, path string, argv []string) error {
 	// Landlock and no-new-privs bind the calling thread; exec keeps only it.
 	runtime.LockOSThread()
 	for _, l := range []struct {
@@ -34,8 +34,8 @@ func runShim(c shimConfig, path string, argv []string) error {
 	return fmt.Errorf("exec %s: %v", path, err)
 }
 
-// landlockABI is the kernel's Landlock ABI version, 0 without Landlock.
-func landlockABI() (int, error) {
+// LandlockABI is the kernel's Landlock ABI version, or why it has none.
+func LandlockABI() (int, error) {
 	v, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
 	if e != 0 {
 		return 0, e
@@ -48,7 +48,7 @@ func landlockABI() (int, error) {
 // a domain also keeps the target from tracing processes outside it (the
 // sandbox's PID 1).
 func restrictExec(want int, paths []string) error {
-	abi, err := landlockABI()
+	abi, err := LandlockABI()
 	if err != nil || abi < want {
 		return fmt.Errorf("the plan needs Landlock ABI %d, the kernel has %d (%v)", want, abi, err)
 	}
