@@ -628,8 +628,8 @@ func (j *Judge) call(p *proc, pid int, name, argText string, res Result) {
 			op = grant.OpWrite
 		}
 		// A link's new name is made, never followed.
-		nf := noFollows(name, args) || (i == 1 && (name == "link" || name == "linkat"))
-		j.judgePath(p, pid, name, args, s, op, nf, res)
+		newName := i == 1 && (name == "link" || name == "linkat")
+		j.judgePath(p, pid, name, args, s, op, newName, res)
 	}
 }
 
@@ -767,7 +767,7 @@ func (j *Judge) base(p *proc, args []string, s pathSpec) (string, bool) {
 	return fd.Path, strings.HasPrefix(fd.Path, "/")
 }
 
-func (j *Judge) judgePath(p *proc, pid int, name string, args []string, s pathSpec, op grant.Op, nf bool, res Result) {
+func (j *Judge) judgePath(p *proc, pid int, name string, args []string, s pathSpec, op grant.Op, newName bool, res Result) {
 	if s.path >= len(args) {
 		return
 	}
@@ -813,6 +813,9 @@ func (j *Judge) judgePath(p *proc, pid int, name string, args []string, s pathSp
 		(name == "open" || name == "openat" || name == "openat2" || name == "creat") {
 		real = j.mapped(res.Fd.Path) // the file the kernel reached, after every link
 	}
+	// Whether the last component's link is followed matters only when the
+	// trace names no file reached.
+	nf := real == "" && (newName || noFollows(name, args))
 	j.judgeReal(pid, name, nf, spelled, cands, real, op, res)
 }
 

@@ -140,14 +140,7 @@ func ParseLine(b []byte) (Line, error) {
 	l.Name = string(rest[:open])
 	body := rest[open+1:]
 	const unfinished = " <unfinished ...>"
-	if k := bytes.LastIndex(body, []byte(" <pid changed to ")); k >= 0 && bytes.HasSuffix(body, []byte(" ...>")) &&
-		len(body) > k+len(" <pid changed to ")+len(" ...>") {
-		n, err := strconv.Atoi(string(body[k+len(" <pid changed to ") : len(body)-len(" ...>")]))
-		args := body[:k]
-		if _, _, closed := splitCall(args); err != nil || n <= 0 || closed {
-			return l, syntax(b, "bad pid change")
-		}
-		l.Kind, l.Args, l.Code = KindPidChanged, string(args), n
+	if l, ok := pidChanged(l, body); ok {
 		return l, nil
 	}
 	if bytes.HasSuffix(body, []byte(unfinished)) {
@@ -168,6 +161,27 @@ func ParseLine(b []byte) (Line, error) {
 	l.Kind = KindCall
 	l.Args, l.Ret = args, ret
 	return l, nil
+}
+
+// pidChanged parses the arguments of an execve a non-leader thread made,
+// `args <pid changed to N ...>` (checked by its cheap suffix first: this
+// runs for every line).
+func pidChanged(l Line, body []byte) (Line, bool) {
+	const mark, end = " <pid changed to ", " ...>"
+	if !bytes.HasSuffix(body, []byte(end)) {
+		return l, false
+	}
+	k := bytes.LastIndex(body, []byte(mark))
+	if k < 0 || len(body) <= k+len(mark)+len(end) {
+		return l, false
+	}
+	n, err := strconv.Atoi(string(body[k+len(mark) : len(body)-len(end)]))
+	args := body[:k]
+	if _, _, closed := splitCall(args); err != nil || n <= 0 || closed {
+		return l, false
+	}
+	l.Kind, l.Args, l.Code = KindPidChanged, string(args), n
+	return l, true
 }
 
 // isName says whether b is a syscall name as strace prints it: an
@@ -498,10 +512,13 @@ func ParseResult(s string) (Result, bool) {
 // or symbolically (`O_WRONLY|O_CREAT`, when known names are given).
 func ParseFlags(s string, names map[string]uint64) (uint64, bool) {
 	var v uint64
-	parts := strings.Split(strings.TrimSpace(s), "|")
-	for _, part := range parts {
+	s = strings.TrimSpace(s)
+	multi := strings.IndexByte(s, '|') >= 0
+	for rest, more := s, true; more; {
+		var part string
+		part, rest, more = strings.Cut(rest, "|")
 		part = strings.TrimSpace(part)
-		if part == "" && len(parts) > 1 {
+		if part == "" && multi {
 			// strace 6.1 prints a zero constant as nothing: statx's
 			// AT_STATX_SYNC_AS_STAT|AT_SYMLINK_NOFOLLOW is "|0x900" with -X raw.
 			continue
