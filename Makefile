@@ -14,6 +14,7 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/warden ./cmd/warden
 	$(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/warden-supervise ./cmd/warden-supervise
+	$(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/warden-bwrap-shim ./plugins/bubblewrap/shim
 	@for p in $(PLUGINS); do \
 		echo "$(GO) build -o $(BIN)/warden-plugin-$$p ./plugins/$$p"; \
 		$(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/warden-plugin-$$p ./plugins/$$p || exit 1; \
