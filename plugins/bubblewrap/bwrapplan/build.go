@@ -276,11 +276,16 @@ func buildWith(bwrap, version string, spec *pb.LaunchSpec, scan socketScan, opts
 		case opts.shim == "":
 			landlock = "not in force: the plugin's binary, which applies it in the sandbox, is unknown"
 		default:
+			// The kernel executes a script's interpreter too; the guard
+			// judged the head, so its interpreter comes with it.
+			if in := interpreter(spec.GetPath()); in != "" {
+				allowed = append(allowed, in)
+			}
 			for _, p := range append(allowed, loaders()...) {
 				llPaths = append(llPaths, rewrite(p, calls))
 			}
 			llPaths = outermost(llPaths)
-			landlock = fmt.Sprintf("in force (ABI %d): execute allowed beneath %d paths, the grant table's allow set and the ELF loaders", opts.landlockABI, len(llPaths))
+			landlock = fmt.Sprintf("in force (ABI %d): execute allowed beneath %d paths, the grant table's allow set, the ELF loaders and the head's interpreter", opts.landlockABI, len(llPaths))
 			execFact = "audited, and limited by Landlock to the grant table's allow set (the ELF loader can still run a readable file: ld.so <file>)"
 		}
 	}
@@ -370,7 +375,7 @@ func buildWith(bwrap, version string, spec *pb.LaunchSpec, scan socketScan, opts
 		Argv0:        argv0,
 	}
 	if useShim {
-		facts.Shim = opts.shim + " at " + bwrapshim.Path
+		facts.Shim = fmt.Sprintf("%s at %s (exits %d, the target not run, when it cannot set a limit or Landlock)", opts.shim, bwrapshim.Path, bwrapshim.Failed)
 	}
 	if facts.CallDirs == nil {
 		facts.CallDirs = []CallDirFact{}

@@ -1,7 +1,9 @@
 package bwrapplan
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -106,4 +108,30 @@ func outermost(ps []string) []string {
 		}
 	}
 	return out
+}
+
+// interpreter is the real path of the interpreter a script names on its
+// "#!" line, or "" for a file that is no script (or unreadable).
+func interpreter(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b := make([]byte, 256)
+	n, _ := f.Read(b)
+	line, ok := bytes.CutPrefix(b[:n], []byte("#!"))
+	if !ok {
+		return ""
+	}
+	line, _, _ = bytes.Cut(line, []byte("\n"))
+	fields := strings.Fields(string(line))
+	if len(fields) == 0 || !filepath.IsAbs(fields[0]) {
+		return ""
+	}
+	real, err := filepath.EvalSymlinks(fields[0])
+	if err != nil {
+		return ""
+	}
+	return real
 }

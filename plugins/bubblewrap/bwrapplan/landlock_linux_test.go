@@ -172,3 +172,29 @@ func TestShimBeside(t *testing.T) {
 		t.Errorf("with the shim beside it: %s", got)
 	}
 }
+
+// TestViewLandlockScriptHead: the head is a workspace script and only the
+// workspace is granted; the script's interpreter comes with the head, the
+// programs the script runs do not.
+func TestViewLandlockScriptHead(t *testing.T) {
+	needBwrap(t)
+	if abi, err := bwrapshim.LandlockABI(); err != nil || abi < 1 {
+		t.Skipf("the kernel has no Landlock: %v", err)
+	}
+	f := newFixture(t, "")
+	script := filepath.Join(f.ws, "solve.sh")
+	write(t, script, "#!/bin/sh\necho script-ran\n/usr/bin/id -u && echo ID-RAN\nexit 3\n")
+	if err := os.Chmod(script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.spec.Path, f.spec.Argv = script, []string{"./solve.sh"}
+	f.spec.Grants = []*pb.GrantLayer{{Name: "pipeline", ExecAllow: keys(filepath.Join(f.root, "nothing") + "/")}}
+	out, stderr, code := f.run(t)
+	if code != 3 || out != "script-ran\n" || !strings.Contains(stderr, "Permission denied") {
+		t.Errorf("exit %d stdout %q stderr %q", code, out, stderr)
+	}
+	sh, _ := filepath.EvalSymlinks("/bin/sh")
+	if fc := planFacts(t, f); !slices.Contains(fc.LandlockExec, sh) || !strings.HasPrefix(fc.Landlock, "in force") {
+		t.Errorf("facts landlock %q exec %q", fc.Landlock, fc.LandlockExec)
+	}
+}

@@ -104,7 +104,8 @@ func TestPlanLimitsRefused(t *testing.T) {
 }
 
 // TestLimitsMemory runs a target past its memory limit: the allocation
-// fails in the sandbox, one under the limit succeeds.
+// fails in the sandbox, one under the limit succeeds, and the target
+// cannot raise the limit (the hard limit is set too).
 func TestLimitsMemory(t *testing.T) {
 	needBwrap(t)
 	py, err := exec.LookPath("python3")
@@ -118,6 +119,11 @@ func TestLimitsMemory(t *testing.T) {
 	f.spec.Path, f.spec.Argv = py, []string{"python3", "-c", `
 import resource, sys
 print(resource.getrlimit(resource.RLIMIT_AS)[0])
+try:
+    resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    print("RAISED")
+except (ValueError, OSError):
+    pass
 a = bytearray(64 << 20)
 print("64MiB ok")
 sys.stdout.flush()
