@@ -46,7 +46,9 @@ func explainCommand() *cli.Command {
 				Name:      "path",
 				Usage:     "judge a file access as the audit would (exit 0 allow, 1 deny)",
 				ArgsUsage: "PATH",
-				Flags:     append(common, &cli.BoolFlag{Name: "write", Usage: "judge a write (default: a read)"}),
+				Flags: append(common,
+					&cli.BoolFlag{Name: "write", Usage: "judge a write (same as --op write)"},
+					&cli.StringFlag{Name: "op", Value: "read", Usage: "the access: read, write, connect, mount, or lookup (stat, readlink, chdir: metadata only)"}),
 				Action: func(c *cli.Context) error {
 					if c.NArg() != 1 {
 						return exitError{code: errdefs.ExitUsage, msg: "explain path takes one path"}
@@ -55,7 +57,11 @@ func explainCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					op := grant.OpRead
+					op, ok := map[string]grant.Op{"read": grant.OpRead, "write": grant.OpWrite, "connect": grant.OpConnect,
+						"mount": grant.OpMount, "lookup": grant.OpLookup}[c.String("op")]
+					if !ok {
+						return exitError{code: errdefs.ExitUsage, msg: fmt.Sprintf("explain path --op %q: want read, write, connect, mount or lookup", c.String("op"))}
+					}
 					if c.Bool("write") {
 						op = grant.OpWrite
 					}

@@ -146,4 +146,9 @@ stages:
 	x("--write", filepath.Join(granted, "f")).want(t, 1, "verdict:  deny")
 	x("/srv/elsewhere").want(t, 1, "verdict:  deny", "none matched")
 	x("--write", filepath.Join(ws, "f")).want(t, 0, "workspace")
+	// A stat on the way to a granted place is no finding; reading the
+	// directory's entries is.
+	x("--op", "lookup", filepath.Dir(granted)).want(t, 0, "verdict:  allow")
+	x(filepath.Dir(granted)).want(t, 1, "verdict:  deny")
+	x("--op", "frob", "/").want(t, 2, "want read, write")
 }
