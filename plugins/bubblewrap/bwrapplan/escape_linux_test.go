@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	pb "github.com/warden-run/warden/core/proto/wardenplugin/v1"
@@ -341,4 +342,83 @@ func planFacts(t *testing.T, f *fixture) Facts {
 		t.Fatal(err)
 	}
 	return fc
+}
+
+// TestEscapeKilledWrapperTakesTree (§8.20): the engine's timeout ends the
+// outer bwrap with SIGTERM; every process of the sandbox dies with it
+// (--die-with-parent, then the PID namespace).
+func TestEscapeKilledWrapperTakesTree(t *testing.T) {
+	needBwrap(t)
+	f := newFixture(t, `sleep 30 & sleep 30 & (sleep 30; echo late > "$PWD/late") & wait`)
+	plan, err := f.plan(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(plan.GetArgv()[0], plan.GetArgv()[1:]...)
+	cmd.Env, cmd.Dir = plan.GetEnv(), plan.GetDir()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var tree []int
+	for range 50 {
+		if tree = descendants(cmd.Process.Pid); len(tree) >= 5 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(tree) < 5 {
+		t.Fatalf("the sandbox started %d processes, want bwrap's PID 1, the shell and its sleeps", len(tree))
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	// the processes seen before, wherever they were reparented to
+	var alive []int
+	for range 50 {
+		alive = slices.DeleteFunc(slices.Clone(tree), func(p int) bool { return !running(p) })
+		if len(alive) == 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(alive) != 0 {
+		t.Errorf("processes %v outlived the killed wrapper", alive)
+	}
+	if strings.Contains(fmt.Sprint(cmd.ProcessState), "exit status 0") {
+		t.Errorf("the wrapper was not killed: %v", cmd.ProcessState)
+	}
+}
+
+// TestEscapeSharedMemory (§8.29): /dev/shm is the sandbox's own, not the
+// host's: the host's files there are not seen, the sandbox's stay inside.
+func TestEscapeSharedMemory(t *testing.T) {
+	needBwrap(t)
+	if _, err := os.Stat("/dev/shm"); err != nil {
+		t.Skip("the host has no /dev/shm")
+	}
+	name := fmt.Sprintf("warden-shm-%d", os.Getpid())
+	t.Cleanup(func() { os.Remove("/dev/shm/" + name) }) // only if the test fails
+	// the host's /dev/shm holds something of its own to hide
+	host := filepath.Join("/dev/shm", name+"-host")
+	write(t, host, "host")
+	t.Cleanup(func() { os.Remove(host) })
+	f := newFixture(t, `echo x > /dev/shm/`+name+` && echo WROTE; ls -A /dev/shm`)
+	out, stderr, code := f.run(t)
+	// the sandbox's /dev/shm is an empty directory of its private /dev
+	if want := "WROTE\n" + name + "\n"; code != 0 || out != want {
+		t.Errorf("exit %d stdout %q want %q stderr %q", code, out, want, stderr)
+	}
+	if _, err := os.Lstat("/dev/shm/" + name); err == nil {
+		t.Errorf("the sandbox's /dev/shm file reached the host's /dev/shm")
+	}
+}
+
+// running says whether process p exists and is no zombie.
+func running(p int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }
