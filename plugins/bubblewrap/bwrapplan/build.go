@@ -268,14 +268,11 @@ func buildWith(bwrap, version string, spec *pb.LaunchSpec, scan socketScan, opts
 	landlock := "not in force: " + opts.landlockWhy
 	execFact := "audited only: bwrap cannot filter exec"
 	var llPaths []string
-	if opts.landlockABI > 0 {
+	if opts.landlockABI > 0 && opts.shim == "" {
+		landlock = "not in force: the shim's binary, which applies it in the sandbox, is unknown"
+	} else if opts.landlockABI > 0 {
 		allowed, why := landlockExec(table.Exec.Kernel(), append(slices.Clone(covers), coverFiles...), ms)
-		switch {
-		case why != "":
-			landlock = "not in force: " + why
-		case opts.shim == "":
-			landlock = "not in force: the plugin's binary, which applies it in the sandbox, is unknown"
-		default:
+		if why == "" {
 			// The kernel executes a script's interpreter too; the guard
 			// judged the head, so its interpreter comes with it.
 			if in := interpreter(spec.GetPath()); in != "" {
@@ -287,6 +284,16 @@ func buildWith(bwrap, version string, spec *pb.LaunchSpec, scan socketScan, opts
 			llPaths = outermost(llPaths)
 			landlock = fmt.Sprintf("in force (ABI %d): execute allowed beneath %d paths, the grant table's allow set, the ELF loaders and the head's interpreter", opts.landlockABI, len(llPaths))
 			execFact = "audited, and limited by Landlock to the grant table's allow set (the ELF loader can still run a readable file: ld.so <file>)"
+		} else {
+			// A domain that allows every exec still keeps the target from
+			// tracing (and, ABI 6+, signalling) the sandbox's PID 1.
+			llPaths = []string{"/"}
+			landlock = fmt.Sprintf("in force (ABI %d) for isolation only: exec is not limited, because %s", opts.landlockABI, why)
+		}
+		if opts.landlockABI >= 6 {
+			landlock += "; no tracing, signalling or abstract-socket connecting outside the target's domain"
+		} else {
+			landlock += "; no tracing outside the target's domain"
 		}
 	}
 	useShim := limits != nil || llPaths != nil
@@ -324,6 +331,7 @@ func buildWith(bwrap, version string, spec *pb.LaunchSpec, scan socketScan, opts
 		sc := bwrapshim.Config{Exec: llPaths}
 		if llPaths != nil {
 			sc.Landlock = opts.landlockABI
+			sc.Scope = opts.landlockABI >= 6
 		}
 		if limits != nil {
 			sc.AS, sc.NProc = limits.MemoryBytes, limits.Pids

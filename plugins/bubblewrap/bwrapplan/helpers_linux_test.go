@@ -79,6 +79,14 @@ var attacks = map[string]func(arg string) error{
 	// tiocsti:FD pushes "X" into the terminal's input queue.
 	"tiocsti":     func(a string) error { return sti(a, tiocsti) },
 	"tiocstihigh": func(a string) error { return sti(a, tiocstiHigh) },
+	// signal:PID sends SIGCONT (harmless to a running process).
+	"signal": func(a string) error {
+		pid, err := strconv.Atoi(a)
+		if err != nil {
+			return err
+		}
+		return syscall.Kill(pid, syscall.SIGCONT)
+	},
 	// umount:PATH detaches the mount.
 	"umount": func(a string) error { return syscall.Unmount(a, syscall.MNT_DETACH) },
 	// mount:PATH mounts a tmpfs on it.

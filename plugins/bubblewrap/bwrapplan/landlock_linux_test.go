@@ -127,16 +127,21 @@ func TestViewLandlockExec(t *testing.T) {
 	}
 }
 
-// TestPlanLandlockNotInForce records why, and plans no shim.
+// TestPlanLandlockNotInForce: without Landlock, or without the shim, the
+// facts say why and the plan has no shim; a table Landlock cannot express
+// gets a domain for isolation only, exec not limited.
 func TestPlanLandlockNotInForce(t *testing.T) {
 	f := newFixture(t, "true")
 	f.spec.Grants = []*pb.GrantLayer{{Name: "pipeline", ExecAllow: keys("@system"), ExecDeny: keys("sudo")}}
 	for _, c := range []struct {
 		opts planOpts
 		want string
+		shim bool
 	}{
-		{planOpts{landlockWhy: "the kernel has no Landlock (function not implemented)", shim: "/x/shim"}, "not in force: the kernel has no Landlock"},
-		{planOpts{landlockABI: 7, shim: "/x/shim"}, "not in force: the deny of name sudo is carved out"},
+		{planOpts{landlockWhy: "the kernel has no Landlock (function not implemented)", shim: "/x/shim"}, "not in force: the kernel has no Landlock", false},
+		{planOpts{landlockABI: 7}, "not in force: the shim's binary", false},
+		{planOpts{landlockABI: 7, shim: "/x/shim"}, "in force (ABI 7) for isolation only: exec is not limited, because the deny of name sudo is carved out", true},
+		{planOpts{landlockABI: 5, shim: "/x/shim"}, "in force (ABI 5) for isolation only", true},
 	} {
 		plan, err := buildWith("/usr/bin/bwrap", "0.8.0", f.spec, socketScan{}, c.opts)
 		if err != nil {
@@ -146,8 +151,14 @@ func TestPlanLandlockNotInForce(t *testing.T) {
 		if err := jsonUnmarshal(plan.GetFactsJson(), &fc); err != nil {
 			t.Fatal(err)
 		}
-		if !strings.HasPrefix(fc.Landlock, c.want) || fc.Shim != "" || fc.Exec != "audited only: bwrap cannot filter exec" || slices.Contains(plan.GetArgv(), bwrapshim.Path) {
+		if !strings.HasPrefix(fc.Landlock, c.want) || (fc.Shim != "") != c.shim || fc.Exec != "audited only: bwrap cannot filter exec" || slices.Contains(plan.GetArgv(), bwrapshim.Path) != c.shim {
 			t.Errorf("landlock %q exec %q shim %q, want %q", fc.Landlock, fc.Exec, fc.Shim, c.want)
+		}
+		if c.shim {
+			cfg := plan.GetArgv()[slices.Index(plan.GetArgv(), bwrapshim.Arg)+1]
+			if want := fmt.Sprintf(`{"landlock":%d,"exec":["/"]%s}`, c.opts.landlockABI, map[bool]string{true: `,"scope":true`}[c.opts.landlockABI >= 6]); cfg != want {
+				t.Errorf("shim config %s, want %s", cfg, want)
+			}
 		}
 	}
 }

@@ -41,6 +41,9 @@ type Config struct {
 	// the sandbox paths beneath which programs may be executed.
 	Landlock int      `json:"landlock,omitempty"`
 	Exec     []string `json:"exec,omitempty"`
+	// Scope adds Landlock's scopes (ABI 6): no signal to, and no abstract
+	// Unix socket connection with, a process outside the domain.
+	Scope bool `json:"scope,omitempty"`
 }
 
 // Main runs the shim and does not return when the process was started as

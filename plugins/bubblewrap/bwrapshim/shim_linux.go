@@ -26,7 +26,7 @@ func run(c Config, path string, argv []string) error {
 		}
 	}
 	if c.Landlock > 0 {
-		if err := restrictExec(c.Landlock, c.Exec); err != nil {
+		if err := restrictExec(c.Landlock, c.Exec, c.Scope); err != nil {
 			return err
 		}
 	}
@@ -44,18 +44,27 @@ func LandlockABI() (int, error) {
 }
 
 // restrictExec enforces a Landlock domain that handles only the execute
-// right and grants it beneath each path that exists in the view. Being in
-// a domain also keeps the target from tracing processes outside it (the
-// sandbox's PID 1).
-func restrictExec(want int, paths []string) error {
+// right and grants it beneath each path that exists in the view ("/" for a
+// domain that limits no exec). Being in a domain also keeps the target
+// from tracing processes outside it (the sandbox's PID 1), and with scope
+// from signalling them or connecting to their abstract Unix sockets.
+func restrictExec(want int, paths []string, scope bool) error {
 	abi, err := LandlockABI()
 	if err != nil || abi < want {
 		return fmt.Errorf("the plan needs Landlock ABI %d, the kernel has %d (%v)", want, abi, err)
 	}
-	// handled_access_fs, handled_access_net: ABI 1 knows the first two
-	// fields; the kernel refuses none of them when zero.
+	// ABI 1 knows handled_access_fs and handled_access_net (16 bytes),
+	// ABI 6 scoped too (24 bytes).
 	attr := unix.LandlockRulesetAttr{Handled_access_fs: unix.LANDLOCK_ACCESS_FS_EXECUTE}
-	fd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), 16, 0)
+	size := uintptr(16)
+	if scope {
+		if abi < 6 {
+			return fmt.Errorf("the plan needs Landlock scopes (ABI 6), the kernel has ABI %d", abi)
+		}
+		attr.Scoped = unix.LANDLOCK_SCOPE_SIGNAL | unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
+		size = 24
+	}
+	fd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
 	if e != 0 {
 		return fmt.Errorf("landlock_create_ruleset: %v", e)
 	}
