@@ -13,6 +13,13 @@ import (
 func run(c Config, path string, argv []string) error {
 	// Landlock and no-new-privs bind the calling thread; exec keeps only it.
 	runtime.LockOSThread()
+	if c.Landlock > 0 {
+		if err := restrictExec(c.Landlock, c.Exec, c.Scope); err != nil {
+			return err
+		}
+	}
+	// The limits last, right before the exec: a small address space must
+	// not starve this Go process first.
 	for _, l := range []struct {
 		name     string
 		resource int
@@ -23,11 +30,6 @@ func run(c Config, path string, argv []string) error {
 		}
 		if err := unix.Setrlimit(l.resource, &unix.Rlimit{Cur: l.v, Max: l.v}); err != nil {
 			return fmt.Errorf("setrlimit %s %d: %v", l.name, l.v, err)
-		}
-	}
-	if c.Landlock > 0 {
-		if err := restrictExec(c.Landlock, c.Exec, c.Scope); err != nil {
-			return err
 		}
 	}
 	err := unix.Exec(path, argv, os.Environ())
