@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,10 +14,14 @@ import (
 // served by the small helper binary (cmd/warden-supervise), as warden does
 // when the helper is installed beside it.
 func TestRunThroughHelperBinary(t *testing.T) {
-	helper := filepath.Join(t.TempDir(), HelperName)
-	cmd := exec.Command("go", "build", "-o", helper, "../../cmd/warden-supervise")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the helper: %v\n%s", err, out)
+	// make test builds the helper into WARDEN_BIN; without it, build it.
+	helper := filepath.Join(os.Getenv("WARDEN_BIN"), HelperName)
+	if os.Getenv("WARDEN_BIN") == "" {
+		helper = filepath.Join(t.TempDir(), HelperName)
+		cmd := exec.Command("go", "build", "-o", helper, "../../cmd/warden-supervise")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build the helper: %v\n%s", err, out)
+		}
 	}
 	helperPath.Store(helper)
 	defer helperPath.Store("")
