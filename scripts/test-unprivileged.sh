@@ -19,7 +19,7 @@ work=$(mktemp -d /tmp/warden-unpriv-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 chmod 755 "$work"
 cp -a "$top/bin" "$work/bin"
-pkgs="./cmd/warden ./core/privroot ./core/supervise ./core/pluginhost ./plugins/bubblewrap/bwrapplan ${WARDEN_UNPRIV_EXTRA:-}"
+pkgs="./cmd/warden ./core/privroot ./core/supervise ./core/pluginhost ./plugins/bubblewrap/bwrapplan ./plugins/strace/straceaudit ./plugins/strace/trace ${WARDEN_UNPRIV_EXTRA:-}"
 status=0
 for pkg in $pkgs; do
 	name=$(echo "$pkg" | tr '/.' '__')
