@@ -746,3 +746,29 @@ func TestPreflightListsWhatEveryLegOpened(t *testing.T) {
 	dir2, p2 := project(t, "[true]", "[sh, eval/check.sh]", "")
 	warden(t, dir2, "preflight", p2).want(t, 2, "confinement: false")
 }
+
+func TestConfinedMemoryLimitEndsTheTrial(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is needed to hold memory resident")
+	}
+	// Three processes of ~50 MiB resident each: every one is within the
+	// per-process RLIMIT_AS, their sum is over the trial's 100 MiB.
+	hog := `import time; b = bytes(range(256)) * (160 << 10); time.sleep(30)`
+	target := fmt.Sprintf(`[sh, -c, "python3 -c '%s' & python3 -c '%s' & python3 -c '%s'; wait"]`, hog, hog, hog)
+	dir, p := confined(t, target, "")
+	b, _ := os.ReadFile(p)
+	s := strings.Replace(string(b), "{plugin: bubblewrap}", "{plugin: bubblewrap, with: {memory: 100MiB}}", 1)
+	must(t, os.WriteFile(p, []byte(strings.Replace(s, "timeout: 5s", "timeout: 30s", 1)), 0o644))
+	start := time.Now()
+	r := warden(t, dir, "run", "--json", p)
+	r.want(t, 4, "exceeded its memory limit")
+	if time.Since(start) > 25*time.Second {
+		t.Fatalf("the limit did not end the trial before its timeout (%v)", time.Since(start))
+	}
+	var sum struct{ RunDir string }
+	must(t, json.Unmarshal([]byte(r.stdout), &sum))
+	raw, _ := os.ReadFile(filepath.Join(sum.RunDir, "run.json"))
+	if !strings.Contains(string(raw), `"limitExceeded": "memory limit: `) {
+		t.Fatalf("run.json does not name the limit:\n%s", raw)
+	}
+}

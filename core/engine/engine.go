@@ -463,7 +463,7 @@ func (r *run) outcomeCode() int {
 	}
 	for _, t := range r.rec.Trials {
 		switch {
-		case t.TimedOut:
+		case t.TimedOut, t.LimitExceeded != "":
 			codes = append(codes, errdefs.ExitTimeout)
 		case !t.Launched && t.ExitCode >= 126:
 			codes = append(codes, t.ExitCode)
@@ -481,6 +481,11 @@ func (r *run) outcomeErr(code int) error {
 		return errdefs.Errorf(errdefs.ErrAccessObserved, "%d access(es) outside the grants observed (see observedMounts in %s)",
 			len(r.rec.ObservedMounts), filepath.Join(r.w.Path(), "run.json"))
 	case errdefs.ExitTimeout:
+		for _, t := range r.rec.Trials {
+			if t.LimitExceeded != "" {
+				return errdefs.Errorf(errdefs.ErrTimeout, "trial %d exceeded its %s", t.Index, t.LimitExceeded)
+			}
+		}
 		return errdefs.Errorf(errdefs.ErrTimeout, "the target timed out after %s", r.p.Target.Timeout)
 	case errdefs.ExitNotFound, errdefs.ExitNotExecutable:
 		for _, t := range r.rec.Trials {

@@ -74,7 +74,10 @@ type TrialRecord struct {
 	Signal     string `json:"signal,omitempty"`
 	DurationMs int64  `json:"durationMs"`
 	TimedOut   bool   `json:"timedOut,omitempty"`
-	Stopped    bool   `json:"stopped,omitempty"`
+	// LimitExceeded names the resource limit the target exceeded, which
+	// ended the trial (exit 4).
+	LimitExceeded string `json:"limitExceeded,omitempty"`
+	Stopped       bool   `json:"stopped,omitempty"`
 	// Refused says why the target was not launched (a head that names no
 	// file, an exec outside the grants).
 	Refused        string          `json:"refused,omitempty"`

@@ -79,11 +79,14 @@ func (r *run) trial(ctx context.Context, i int) error {
 	}
 	plan := &pb.LaunchPlan{Argv: append([]string{adm.Path()}, adm.Args()[1:]...), Env: env, Dir: r.ws}
 	var traceFiles []string
+	var memoryLimit int64
 	if r.p.Confinement {
 		if plan, err = r.confine(ctx, spec); err != nil {
 			done(err, "")
 			return err
 		}
+		// Taken from the confine plan itself: a wrapper cannot drop it.
+		memoryLimit = plan.GetMemoryLimitBytes()
 		t.Confinement = rawJSON(plan.GetFactsJson())
 		defer func() { t.Released = r.release(plan.GetCleanup()) }()
 		if plan, traceFiles, err = r.wrap(ctx, spec, plan, i); err != nil {
@@ -92,13 +95,14 @@ func (r *run) trial(ctx context.Context, i int) error {
 		}
 	}
 
-	res, err := r.launch(ctx, plan, adm, i, &t)
+	res, err := r.launch(ctx, plan, adm, i, &t, memoryLimit)
 	if err != nil {
 		done(err, "")
 		return err
 	}
 	t.Launched = true
 	t.ExitCode, t.DurationMs, t.TimedOut, t.Stopped = res.ExitCode, res.Duration.Milliseconds(), res.TimedOut, res.Stopped
+	t.LimitExceeded = res.LimitExceeded
 	if res.Signal != 0 {
 		t.Signal = res.Signal.String()
 	}
@@ -255,7 +259,7 @@ func (r *run) wrap(ctx context.Context, spec *pb.LaunchSpec, plan *pb.LaunchPlan
 // launch runs the plan under supervision and copies its output into the
 // run directory. Only an Admitted program reaches here: unconfined, the
 // plan is exactly its real path and argv.
-func (r *run) launch(ctx context.Context, plan *pb.LaunchPlan, adm grant.Admitted, i int, t *TrialRecord) (supervise.Result, error) {
+func (r *run) launch(ctx context.Context, plan *pb.LaunchPlan, adm grant.Admitted, i int, t *TrialRecord, memoryLimit int64) (supervise.Result, error) {
 	argv := plan.GetArgv()
 	path := argv[0]
 	args := argv
@@ -275,7 +279,7 @@ func (r *run) launch(ctx context.Context, plan *pb.LaunchPlan, adm grant.Admitte
 	spec := supervise.Spec{
 		Path: path, Args: args, Env: plan.GetEnv(), Dir: plan.GetDir(),
 		StdoutPath: filepath.Join(staging, "stdout"), StderrPath: filepath.Join(staging, "stderr"),
-		Timeout: r.p.Target.Timeout,
+		Timeout: r.p.Target.Timeout, MemoryLimit: memoryLimit,
 	}
 	if r.opts.Stream {
 		spec.StdoutEcho, spec.StderrEcho = r.opts.Stdout, r.opts.Stderr

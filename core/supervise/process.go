@@ -30,6 +30,7 @@ const (
 	notAsked  reason = iota
 	byTimeout        // Spec.Timeout ran out
 	byRequest        // Stop, NotifyStop, or the context of Start
+	byLimit          // a resource limit of the Spec was exceeded
 )
 
 // Process is a target running under supervision. Its methods are safe for
@@ -53,10 +54,13 @@ type Process struct {
 	res  Result
 	err  error
 
-	mu     sync.Mutex // guards ended, asked and killer
+	mu     sync.Mutex // guards ended, asked, limit and killer
 	ended  bool       // the target has exited: Stop and timers leave the group alone
 	asked  reason
+	limit  string      // what byLimit exceeded
 	killer *time.Timer // SIGKILL after the grace period
+
+	memoryLimit int64
 }
 
 // Start launches spec.Path under supervision and returns once the target is
@@ -98,10 +102,11 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	}
 
 	p := &Process{
-		timeout: spec.Timeout,
-		grace:   spec.grace(),
-		exited:  make(chan struct{}),
-		done:    make(chan struct{}),
+		memoryLimit: spec.MemoryLimit,
+		timeout:     spec.Timeout,
+		grace:       spec.grace(),
+		exited:      make(chan struct{}),
+		done:        make(chan struct{}),
 	}
 	files, closeOurs, err := p.openStdio(spec)
 	if err != nil {
@@ -287,11 +292,22 @@ func (p *Process) supervise(ctx context.Context) {
 		timeout = t.C
 	}
 	ctxDone := ctx.Done()
+	var sample <-chan time.Time
+	if p.memoryLimit > 0 {
+		t := time.NewTicker(LimitInterval)
+		defer t.Stop()
+		sample = t.C
+	}
 wait:
 	for {
 		select {
 		case <-p.exited:
 			break wait
+		case <-sample:
+			if used := treeResident(p.pid); used > p.memoryLimit {
+				sample = nil
+				p.exceed(fmt.Sprintf("memory limit: %s resident > %s", byteSize(used), byteSize(p.memoryLimit)))
+			}
 		case <-timeout:
 			timeout = nil
 			p.terminate(byTimeout, unix.SIGTERM)
@@ -352,6 +368,7 @@ func (p *Process) settle() (Result, error) {
 		Duration:        p.exitedAt.Sub(p.started),
 		TimedOut:        asked == byTimeout,
 		Stopped:         asked == byRequest,
+		LimitExceeded:   p.limitText(asked),
 		StdoutBytes:     p.stdout.total,
 		StderrBytes:     p.stderr.total,
 		StdoutTruncated: p.stdout.truncated(),
@@ -395,6 +412,32 @@ func (p *Process) terminate(why reason, sig syscall.Signal) {
 	}
 	_ = signalGroup(p.pid, sig)
 	_ = signalGroup(p.pid, unix.SIGCONT)
+}
+
+// exceed ends the target for the limit it exceeded.
+func (p *Process) exceed(what string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended || p.asked != notAsked {
+		return
+	}
+	p.asked, p.limit = byLimit, what
+	// The processes below the target die at once; the target itself is
+	// asked to end like on a timeout, so an observer at the top of the tree
+	// (strace) sees its tracees end and finishes its record.
+	killDescendants(p.pid)
+	p.killer = time.AfterFunc(p.grace, p.kill)
+	_ = signalGroup(p.pid, unix.SIGTERM)
+	_ = signalGroup(p.pid, unix.SIGCONT)
+}
+
+func (p *Process) limitText(asked reason) string {
+	if asked != byLimit {
+		return ""
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.limit
 }
 
 func (p *Process) kill() {

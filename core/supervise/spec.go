@@ -51,6 +51,13 @@ type Spec struct {
 
 	// Timeout bounds the target's wall time from its exec; 0 means none.
 	Timeout time.Duration
+	// MemoryLimit, when positive, bounds the resident memory of the target
+	// and every process it started, summed: supervision samples it every
+	// LimitInterval and kills the group once the sum exceeds it, and the
+	// Result names the limit. It is the whole trial's memory, as a cgroup
+	// would count it, for hosts where warden has no cgroup (Linux only).
+	MemoryLimit int64
+
 	// Grace is how long a stop or timeout waits after the stopping signal
 	// before SIGKILL; 0 means DefaultGrace.
 	Grace time.Duration
@@ -82,8 +89,11 @@ func (s Spec) validate() error {
 	if s.Path == "" {
 		return errdefs.Errorf(errdefs.ErrInvalid, "target spec: empty Path")
 	}
-	if s.Timeout < 0 || s.Grace < 0 || s.OutputLimit < 0 {
-		return errdefs.Errorf(errdefs.ErrInvalid, "target spec %s: negative Timeout, Grace or OutputLimit", s.Path)
+	if s.Timeout < 0 || s.Grace < 0 || s.OutputLimit < 0 || s.MemoryLimit < 0 {
+		return errdefs.Errorf(errdefs.ErrInvalid, "target spec %s: negative Timeout, Grace, OutputLimit or MemoryLimit", s.Path)
+	}
+	if s.MemoryLimit > 0 && !canMeasureTree {
+		return errdefs.Errorf(errdefs.ErrHostUnsupported, "target spec %s: a memory limit needs /proc to measure the process tree, which this system lacks", s.Path)
 	}
 	all := append(append([]string{s.Path}, s.argv()...), s.Env...)
 	for _, v := range all {
@@ -109,6 +119,10 @@ type Result struct {
 	// TimedOut reports that Spec.Timeout ran out and supervision stopped the
 	// target (SIGTERM, then SIGKILL after the grace period). Map it with Err.
 	TimedOut bool
+	// LimitExceeded names the limit the target exceeded, which made
+	// supervision kill it ("memory limit: 2.1 GiB resident > 2 GiB"); empty
+	// otherwise. Err maps it to exit 4.
+	LimitExceeded string
 	// Stopped reports that the target was stopped on request: Stop, a signal
 	// to warden caught by NotifyStop, or the end of Start's context.
 	Stopped bool
@@ -125,10 +139,13 @@ type Result struct {
 // (exit 4) when the target timed out, nil otherwise. A target stopped on
 // request is for the caller to record (run.json status "failed").
 func (r Result) Err() error {
-	if !r.TimedOut {
-		return nil
+	switch {
+	case r.LimitExceeded != "":
+		return errdefs.Errorf(errdefs.ErrTimeout, "target (pid %d) exceeded its %s", r.Pid, r.LimitExceeded)
+	case r.TimedOut:
+		return errdefs.Errorf(errdefs.ErrTimeout, "target (pid %d) timed out after %s", r.Pid, r.Duration.Round(time.Millisecond))
 	}
-	return errdefs.Errorf(errdefs.ErrTimeout, "target (pid %d) timed out after %s", r.Pid, r.Duration.Round(time.Millisecond))
+	return nil
 }
 
 // String describes the end in one line: "exit status 3", "killed by
@@ -139,6 +156,8 @@ func (r Result) String() string {
 		s = "killed by " + unix.SignalName(r.Signal)
 	}
 	switch {
+	case r.LimitExceeded != "":
+		s += " (exceeded its " + r.LimitExceeded + ")"
 	case r.TimedOut:
 		s += " (timed out)"
 	case r.Stopped:

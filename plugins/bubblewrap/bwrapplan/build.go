@@ -392,7 +392,13 @@ func buildWith(bwrap, version string, spec *pb.LaunchSpec, scan socketScan, opts
 	if err != nil {
 		return nil, fmt.Errorf("unable to encode the confinement facts: %w", err)
 	}
-	return &pb.LaunchPlan{Argv: argv, Env: env, Dir: spec.GetDir(), FactsJson: fj}, nil
+	plan := &pb.LaunchPlan{Argv: argv, Env: env, Dir: spec.GetDir(), FactsJson: fj}
+	if limits != nil && limits.MemoryBytes > 0 {
+		// The whole trial's memory, which RLIMIT_AS (per process) cannot
+		// bound, is the core's to watch.
+		plan.MemoryLimitBytes = int64(limits.MemoryBytes)
+	}
+	return plan, nil
 }
 
 // SocketFacts says which host Unix sockets the plan masks.

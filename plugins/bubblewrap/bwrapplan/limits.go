@@ -101,7 +101,7 @@ func limitPlan(c Config, uid uint32, cgroupV2 bool) (*LimitFacts, error) {
 	}
 	if c.Memory != nil {
 		f.MemoryBytes = uint64(*c.Memory)
-		f.OnExceed["memory"] = "RLIMIT_AS per process: an allocation past it fails (ENOMEM); the target usually ends with an error or SIGSEGV/SIGABRT, it is not killed by the kernel"
+		f.OnExceed["memory"] = "RLIMIT_AS per process: an allocation past it fails (ENOMEM); and the core sums the resident memory of the whole tree and ends the trial with exit 4 once the sum exceeds the limit (LaunchPlan.memory_limit_bytes)"
 	}
 	if c.Pids != nil {
 		f.Pids = *c.Pids

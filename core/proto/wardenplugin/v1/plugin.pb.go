@@ -1417,14 +1417,19 @@ func (x *LaunchSpec) GetGid() uint32 {
 
 // LaunchPlan is a command the core launches and supervises.
 type LaunchPlan struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Argv          []string               `protobuf:"bytes,1,rep,name=argv,proto3" json:"argv,omitempty"` // argv[0] is resolved with PATH by the core when not absolute
-	Env           []string               `protobuf:"bytes,2,rep,name=env,proto3" json:"env,omitempty"`   // KEY=VALUE, complete
-	Dir           string                 `protobuf:"bytes,3,opt,name=dir,proto3" json:"dir,omitempty"`
-	FactsJson     []byte                 `protobuf:"bytes,4,opt,name=facts_json,json=factsJson,proto3" json:"facts_json,omitempty"` // what is in force, recorded in run.json as-is
-	Cleanup       []string               `protobuf:"bytes,5,rep,name=cleanup,proto3" json:"cleanup,omitempty"`                      // opaque tokens handed back to Release
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Argv      []string               `protobuf:"bytes,1,rep,name=argv,proto3" json:"argv,omitempty"` // argv[0] is resolved with PATH by the core when not absolute
+	Env       []string               `protobuf:"bytes,2,rep,name=env,proto3" json:"env,omitempty"`   // KEY=VALUE, complete
+	Dir       string                 `protobuf:"bytes,3,opt,name=dir,proto3" json:"dir,omitempty"`
+	FactsJson []byte                 `protobuf:"bytes,4,opt,name=facts_json,json=factsJson,proto3" json:"facts_json,omitempty"` // what is in force, recorded in run.json as-is
+	Cleanup   []string               `protobuf:"bytes,5,rep,name=cleanup,proto3" json:"cleanup,omitempty"`                      // opaque tokens handed back to Release
+	// memory_limit_bytes, when set by a confine plan, bounds the resident
+	// memory of the launch's whole process tree: the core samples it and ends
+	// the trial (exit 4, the limit named) once the sum exceeds it. For hosts
+	// where the plugin has no cgroup to do it in the kernel.
+	MemoryLimitBytes int64 `protobuf:"varint,6,opt,name=memory_limit_bytes,json=memoryLimitBytes,proto3" json:"memory_limit_bytes,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *LaunchPlan) Reset() {
@@ -1490,6 +1495,13 @@ func (x *LaunchPlan) GetCleanup() []string {
 		return x.Cleanup
 	}
 	return nil
+}
+
+func (x *LaunchPlan) GetMemoryLimitBytes() int64 {
+	if x != nil {
+		return x.MemoryLimitBytes
+	}
+	return 0
 }
 
 type BuildRequest struct {
@@ -2963,7 +2975,7 @@ const file_wardenplugin_v1_plugin_proto_rawDesc = "" +
 	"\x06grants\x18\v \x03(\v2\x1c.warden.plugin.v1.GrantLayerR\x06grants\x12\x14\n" +
 	"\x05trial\x18\f \x01(\x05R\x05trial\x12\x10\n" +
 	"\x03uid\x18\r \x01(\rR\x03uid\x12\x10\n" +
-	"\x03gid\x18\x0e \x01(\rR\x03gid\"}\n" +
+	"\x03gid\x18\x0e \x01(\rR\x03gid\"\xab\x01\n" +
 	"\n" +
 	"LaunchPlan\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x10\n" +
@@ -2971,7 +2983,8 @@ const file_wardenplugin_v1_plugin_proto_rawDesc = "" +
 	"\x03dir\x18\x03 \x01(\tR\x03dir\x12\x1d\n" +
 	"\n" +
 	"facts_json\x18\x04 \x01(\fR\tfactsJson\x12\x18\n" +
-	"\acleanup\x18\x05 \x03(\tR\acleanup\"\x87\x01\n" +
+	"\acleanup\x18\x05 \x03(\tR\acleanup\x12,\n" +
+	"\x12memory_limit_bytes\x18\x06 \x01(\x03R\x10memoryLimitBytes\"\x87\x01\n" +
 	"\fBuildRequest\x12\x12\n" +
 	"\x04repo\x18\x01 \x01(\tR\x04repo\x12\x16\n" +
 	"\x06commit\x18\x02 \x01(\tR\x06commit\x12\x1e\n" +
