@@ -19,6 +19,7 @@ import (
 	"github.com/warden-run/warden/core/errdefs"
 	pb "github.com/warden-run/warden/core/proto/wardenplugin/v1"
 	"github.com/warden-run/warden/core/sdk"
+	"github.com/warden-run/warden/core/supervise"
 )
 
 // The test binary doubles as every test plugin: copied to a file named
@@ -144,32 +145,13 @@ func launch(t *testing.T, mode string, timeout time.Duration) (*Plugin, error) {
 	return p, err
 }
 
-// groupAlive reports whether any process is in process group pgid.
-func groupAlive(pgid int) bool {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		g, err := syscall.Getpgid(pid)
-		if err == nil && g == pgid {
-			b, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
-			if !strings.Contains(string(b), ") Z ") {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 func waitGone(t *testing.T, pgid int) {
 	t.Helper()
 	if pgid <= 0 {
 		t.Fatal("no process group recorded")
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for groupAlive(pgid) {
+	for supervise.GroupAlive(pgid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("process group %d still has processes", pgid)
 		}
