@@ -4,26 +4,16 @@ import (
 	"context"
 	"testing"
 
-	"github.com/hashicorp/go-plugin"
-
 	pb "github.com/warden-run/warden/core/proto/wardenplugin/v1"
-	"github.com/warden-run/warden/core/sdk"
+	"github.com/warden-run/warden/core/sdk/conformance"
 	"github.com/warden-run/warden/plugins/scorer/score"
 )
 
 func TestServeOverGRPC(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir()) // go-plugin's socket goes here, not in /tmp
-	client, _ := plugin.TestPluginGRPCConn(t, false, sdk.PluginSet(score.New()))
-	// Close asks the server, through go-plugin's controller, to stop.
-	t.Cleanup(func() { client.Close() })
-	raw, err := client.Dispense(sdk.PluginKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := raw.(*sdk.Conn)
+	conn := conformance.Dial(t, score.New())
 	ctx := context.Background()
 
-	pc := pb.NewPluginClient(conn.ClientConn)
+	pc := pb.NewPluginClient(conn)
 	desc, err := pc.Describe(ctx, &pb.DescribeRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +28,7 @@ func TestServeOverGRPC(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	sc := pb.NewScoreClient(conn.ClientConn)
+	sc := pb.NewScoreClient(conn)
 	plan, err := sc.Plan(ctx, &pb.ScorePlanRequest{Workspace: "/ws", Evaluation: "eval"})
 	if err != nil {
 		t.Fatal(err)

@@ -6,26 +6,16 @@ import (
 	"encoding/hex"
 	"testing"
 
-	"github.com/hashicorp/go-plugin"
-
 	pb "github.com/warden-run/warden/core/proto/wardenplugin/v1"
-	"github.com/warden-run/warden/core/sdk"
+	"github.com/warden-run/warden/core/sdk/conformance"
 	"github.com/warden-run/warden/plugins/seal/sums"
 )
 
 func TestServeOverGRPC(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir()) // go-plugin's socket goes here, not in /tmp
-	client, _ := plugin.TestPluginGRPCConn(t, false, sdk.PluginSet(sums.New()))
-	// Close asks the server, through go-plugin's controller, to stop.
-	t.Cleanup(func() { client.Close() })
-	raw, err := client.Dispense(sdk.PluginKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := raw.(*sdk.Conn)
+	conn := conformance.Dial(t, sums.New())
 	ctx := context.Background()
 
-	pc := pb.NewPluginClient(conn.ClientConn)
+	pc := pb.NewPluginClient(conn)
 	desc, err := pc.Describe(ctx, &pb.DescribeRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +33,7 @@ func TestServeOverGRPC(t *testing.T) {
 	run := []byte(`{"status":"completed"}`)
 	sum := sha256.Sum256(run)
 	out := sha256.Sum256([]byte("out"))
-	res, err := pb.NewSealClient(conn.ClientConn).Seal(ctx, &pb.SealRequest{
+	res, err := pb.NewSealClient(conn).Seal(ctx, &pb.SealRequest{
 		InvocationId: "inv", RunJson: run,
 		Files: []*pb.FileDigest{{Path: "stdout", Sha256: "sha256:" + hex.EncodeToString(out[:])}},
 	})
@@ -54,7 +44,7 @@ func TestServeOverGRPC(t *testing.T) {
 	if len(res.GetFiles()) != 1 || res.GetFiles()[0].GetPath() != "SHA256SUMS" || string(res.GetFiles()[0].GetData()) != want {
 		t.Errorf("seal: %v", res)
 	}
-	if _, err := pb.NewSealClient(conn.ClientConn).Seal(ctx, &pb.SealRequest{RunJson: run, Files: []*pb.FileDigest{{Path: "/abs", Sha256: "sha256:" + hex.EncodeToString(out[:])}}}); err == nil {
+	if _, err := pb.NewSealClient(conn).Seal(ctx, &pb.SealRequest{RunJson: run, Files: []*pb.FileDigest{{Path: "/abs", Sha256: "sha256:" + hex.EncodeToString(out[:])}}}); err == nil {
 		t.Error("an absolute path was sealed")
 	}
 }

@@ -9,30 +9,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/go-plugin"
-
 	pb "github.com/warden-run/warden/core/proto/wardenplugin/v1"
 	"github.com/warden-run/warden/core/sdk"
+	"github.com/warden-run/warden/core/sdk/conformance"
 	"github.com/warden-run/warden/plugins/workspace/gitcheckout"
 )
 
 // serve runs impl in-process behind go-plugin's real gRPC server and
 // returns the connection the core would get from Dispense.
 func serve(t *testing.T, impl sdk.Plugin) *sdk.Conn {
-	t.Helper()
-	t.Setenv("TMPDIR", t.TempDir()) // go-plugin's socket goes here, not in /tmp
-	client, _ := plugin.TestPluginGRPCConn(t, false, sdk.PluginSet(impl))
-	// Close asks the server, through go-plugin's controller, to stop.
-	t.Cleanup(func() { client.Close() })
-	raw, err := client.Dispense(sdk.PluginKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, ok := raw.(*sdk.Conn)
-	if !ok {
-		t.Fatalf("dispensed %T, want *sdk.Conn", raw)
-	}
-	return conn
+	return &sdk.Conn{ClientConn: conformance.Dial(t, impl)}
 }
 
 func run(t *testing.T, dir string, args ...string) string {
