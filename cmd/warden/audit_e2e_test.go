@@ -159,18 +159,7 @@ c.connect(%q)
 print("connected", c.recv(2).decode())
 `, marker, sock, sock))
 	dir, p := confined(t, fmt.Sprintf("[sh, -c, '%s %s; sh solve.sh']", py, s), fmt.Sprintf("  write: [%s]\n", grants))
-	done := make(chan result, 1)
-	go func() { done <- warden(t, dir, "run", "--json", p) }()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := os.Stat(marker); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the target never started: %+v", <-done)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	done := runUntilMarker(t, dir, p, marker)
 	ln, err := net.Listen("unix", sock)
 	must(t, err)
 	defer ln.Close()
@@ -282,18 +271,7 @@ func TestAuditKilledStraceIs12(t *testing.T) {
 	grants := t.TempDir()
 	marker := filepath.Join(grants, "started")
 	dir, p := confined(t, fmt.Sprintf("[sh, -c, 'touch %s; sleep 3; sh solve.sh']", marker), fmt.Sprintf("  write: [%s]\n", grants))
-	done := make(chan result, 1)
-	go func() { done <- warden(t, dir, "run", "--json", p) }()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := os.Stat(marker); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the target never started: %+v", <-done)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	done := runUntilMarker(t, dir, p, marker)
 	pid := straceOf(marker)
 	if pid == 0 {
 		t.Fatalf("no strace process traces the target: %+v", <-done)
@@ -393,5 +371,23 @@ func TestAuditTimedOutTarget(t *testing.T) {
 	}
 	if listed(observed(t, r), secret, "read") == nil {
 		t.Fatalf("the read before the timeout is not listed: %v", observed(t, r))
+	}
+}
+
+// runUntilMarker starts `warden run --json` on p and returns once the target
+// has made marker; the result arrives on the channel when the run ends.
+func runUntilMarker(t *testing.T, dir, p, marker string) <-chan result {
+	t.Helper()
+	done := make(chan result, 1)
+	go func() { done <- warden(t, dir, "run", "--json", p) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(marker); err == nil {
+			return done
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the target never started: %+v", <-done)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -183,20 +183,7 @@ func TestRealConnect(t *testing.T) {
 	py := python(t)
 	host := t.TempDir()
 	sock := filepath.Join(host, "host.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	serveUnix(t, sock)
 	gone := filepath.Join(host, "gone.sock")
 	ws := t.TempDir()
 	script := `import socket,sys,os
@@ -312,20 +299,7 @@ func TestRealHardLinkAndBindMount(t *testing.T) {
 	}
 	host := t.TempDir()
 	sock := filepath.Join(host, "host.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	serveUnix(t, sock)
 	ws := t.TempDir()
 	connect := `import socket,sys
 s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.close()
@@ -402,4 +376,24 @@ func TestRealWorkloadsAreEvidence(t *testing.T) {
 			t.Errorf("%v: %d lines, started %v", c, rep.Lines, rep.Started)
 		}
 	}
+}
+
+// serveUnix listens on the Unix socket sock and closes every connection it
+// accepts, until the test ends.
+func serveUnix(t *testing.T, sock string) {
+	t.Helper()
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
 }
